@@ -1,0 +1,72 @@
+"""Engines for SQLite (embedded default) and PostgreSQL (psycopg 3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
+DEFAULT_URL = "sqlite:///replyguard.db"
+SQLITE_BUSY_MS = 30_000
+
+
+class DatabaseUrlError(ValueError):
+    pass
+
+
+def normalize_url(url: str) -> str:
+    """Accept the URLs people type (`postgres://`, `postgresql://`) and pick psycopg 3."""
+    url = url.strip()
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    if url.startswith(("sqlite:", "postgresql+psycopg:")):
+        return url
+    raise DatabaseUrlError(
+        f"unsupported database URL {url.split('@')[-1]!r}: use sqlite:///PATH or postgresql://..."
+    )
+
+
+def make_engine(url: str, *, pool_size: int = 5, echo: bool = False) -> Engine:
+    url = normalize_url(url)
+    if make_url(url).get_backend_name() == "sqlite":
+        return _sqlite_engine(url, echo=echo)
+    return create_engine(
+        url,
+        echo=echo,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        connect_args={"connect_timeout": 10, "application_name": "replyguard"},
+    )
+
+
+def _sqlite_engine(url: str, *, echo: bool) -> Engine:
+    # One connection per checkout (NullPool): SQLite connections are cheap, and worker
+    # processes must never share one.
+    engine = create_engine(url, echo=echo, poolclass=NullPool, connect_args={"timeout": SQLITE_BUSY_MS / 1000})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not pysqlite, decide when transactions begin.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        # Take the write lock up front: SQLite is single-writer, and a transaction that reads
+        # then upgrades to a write can fail with SQLITE_BUSY instead of waiting.
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def is_postgres(engine: Engine) -> bool:
+    return engine.dialect.name == "postgresql"

@@ -1,0 +1,51 @@
+"""The transport port: hand one email to the outside world and say what is known about it."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from replyguard.domain.outgoing import OutgoingEmail
+
+
+class Outcome(enum.StrEnum):
+    ACCEPTED = "accepted"  # the transport took responsibility for the message
+    TRANSIENT = "transient"  # refused before acceptance; safe to retry later (4xx, connect timeout)
+    PERMANENT = "permanent"  # refused for good (5xx)
+    UNKNOWN = "unknown"  # it may or may not have been accepted: never resend blindly
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    outcome: Outcome
+    detail: str = ""
+    ref: str | None = None  # the transport's id for the message, when it gives one
+
+
+class Probe(enum.StrEnum):
+    SENT = "sent"
+    NOT_SENT = "not_sent"
+    UNKNOWN = "unknown"
+
+
+#: Called by a transport right before the point of no return (SMTP DATA, the file link).
+#: It raises to abort: the guarded worker uses it to prove its database lock is still held.
+BeforeCommitHook = Callable[[], None]
+
+
+class Transport(Protocol):
+    #: True when `probe` can prove whether a message went out (then a crash is reconciled
+    #: instead of held for a person).
+    can_probe: bool
+
+    def send(self, email: OutgoingEmail, before_commit: BeforeCommitHook | None = None) -> Delivery:
+        """Hand `email` over. Never raises for delivery problems: they are a Delivery."""
+        ...
+
+    def probe(self, email: OutgoingEmail) -> Probe:
+        """After a crash: did this email go out?"""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,155 @@
+"""The campaign file (TOML) as a validated, immutable value.
+
+Errors name the field (`campaign.steps[2].wait: ...`) so a person can fix the file without
+reading code. Unknown keys are errors too: a typo must not silently drop a setting.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from replyguard.domain.addresses import (
+    InvalidAddress,
+    UnsafeHeaderValue,
+    check_header_value,
+    normalize_address,
+)
+from replyguard.domain.schedule import ScheduleError, SendWindow, load_zone, parse_duration
+from replyguard.domain.templates import TemplateError, check_variables
+
+
+class CampaignSpecError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class StepSpec:
+    position: int  # 1-based
+    wait: timedelta
+    subject: str | None  # None: a follow-up in the thread of the previous subject
+    body: str
+    approval: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignSpec:
+    product: str
+    name: str
+    mailbox: str
+    from_name: str
+    owner: str
+    timezone: str
+    window: SendWindow
+    daily_cap: int
+    steps: tuple[StepSpec, ...]
+
+
+_TOP_KEYS = {"product", "campaign"}
+_CAMPAIGN_KEYS = {
+    "name", "mailbox", "from_name", "owner", "timezone", "send_window", "daily_cap", "steps"
+}
+_WINDOW_KEYS = {"days", "start", "end"}
+_STEP_KEYS = {"wait", "subject", "body", "approval"}
+
+
+def _unknown(where: str, data: dict[str, Any], allowed: set[str]) -> None:
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise CampaignSpecError(f"{where}: unknown key(s) {', '.join(extra)} (allowed: {', '.join(sorted(allowed))})")
+
+
+def _text(data: dict[str, Any], key: str, where: str, *, required: bool = True) -> str | None:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise CampaignSpecError(f"{where}.{key}: missing")
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise CampaignSpecError(f"{where}.{key}: expected a non-empty text, got {value!r}")
+    return value
+
+
+def parse_campaign(source: str, extra_fields: set[str] | None = None) -> CampaignSpec:
+    try:
+        data = tomllib.loads(source)
+    except tomllib.TOMLDecodeError as exc:
+        raise CampaignSpecError(f"not valid TOML: {exc}") from exc
+    try:
+        return _build(data, extra_fields or set())
+    except (ScheduleError, InvalidAddress, UnsafeHeaderValue, TemplateError) as exc:
+        raise CampaignSpecError(str(exc)) from exc
+
+
+def _build(data: dict[str, Any], extra_fields: set[str]) -> CampaignSpec:
+    _unknown("file", data, _TOP_KEYS)
+    product = _text(data, "product", "file")
+    campaign = data.get("campaign")
+    if not isinstance(campaign, dict):
+        raise CampaignSpecError("campaign: missing [campaign] table")
+    _unknown("campaign", campaign, _CAMPAIGN_KEYS)
+    where = "campaign"
+    name = _text(campaign, "name", where)
+    mailbox = _field(lambda v: normalize_address(v), campaign, "mailbox", where)
+    from_name = _text(campaign, "from_name", where)
+    owner = _field(lambda v: normalize_address(v), campaign, "owner", where)
+    timezone = _field(lambda v: (load_zone(v), v)[1], campaign, "timezone", where)
+    assert product and name and from_name  # _text raises otherwise
+    check_header_value("campaign.from_name", from_name)
+    window = _window(campaign.get("send_window"))
+    cap = campaign.get("daily_cap")
+    if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+        raise CampaignSpecError(f"campaign.daily_cap: expected a whole number of at least 1, got {cap!r}")
+    steps = _steps(campaign.get("steps"), extra_fields)
+    return CampaignSpec(product.strip(), name.strip(), mailbox, from_name, owner, timezone, window, cap, steps)
+
+
+def _field(convert: Any, data: dict[str, Any], key: str, where: str) -> str:
+    raw = _text(data, key, where)
+    try:
+        return str(convert(raw))
+    except (InvalidAddress, ScheduleError, UnsafeHeaderValue) as exc:
+        raise CampaignSpecError(f"{where}.{key}: {exc}") from exc
+
+
+def _window(raw: Any) -> SendWindow:
+    where = "campaign.send_window"
+    if not isinstance(raw, dict):
+        raise CampaignSpecError(f"{where}: expected a table like {{ days = [...], start = \"09:00\", end = \"17:00\" }}")
+    _unknown(where, raw, _WINDOW_KEYS)
+    days = raw.get("days")
+    if not isinstance(days, list) or not all(isinstance(d, str) for d in days):
+        raise CampaignSpecError(f"{where}.days: expected a list of day names like [\"mon\", \"tue\"]")
+    try:
+        return SendWindow.parse(days, str(raw.get("start", "")), str(raw.get("end", "")))
+    except ScheduleError as exc:
+        raise CampaignSpecError(f"{where}: {exc}") from exc
+
+
+def _steps(raw: Any, extra_fields: set[str]) -> tuple[StepSpec, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise CampaignSpecError("campaign.steps: at least one [[campaign.steps]] is required")
+    steps: list[StepSpec] = []
+    for index, item in enumerate(raw, start=1):
+        where = f"campaign.steps[{index}]"
+        if not isinstance(item, dict):
+            raise CampaignSpecError(f"{where}: expected a table")
+        _unknown(where, item, _STEP_KEYS)
+        try:
+            wait = parse_duration(str(item.get("wait", "")))
+        except ScheduleError as exc:
+            raise CampaignSpecError(f"{where}.wait: {exc}") from exc
+        subject = _text(item, "subject", where, required=index == 1)
+        body = _text(item, "body", where)
+        assert body is not None
+        approval = item.get("approval", False)
+        if not isinstance(approval, bool):
+            raise CampaignSpecError(f"{where}.approval: expected true or false, got {approval!r}")
+        if subject is not None:
+            check_header_value(f"{where}.subject", subject)
+            check_variables(subject, f"{where}.subject", extra_fields)
+        check_variables(body, f"{where}.body", extra_fields)
+        steps.append(StepSpec(index, wait, subject, body, approval))
+    return tuple(steps)

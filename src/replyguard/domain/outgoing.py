@@ -1,0 +1,62 @@
+"""An outgoing email as a value, and how it becomes RFC 5322 bytes.
+
+Built with the stdlib `email` package and `policy.SMTP` (CRLF line ends). Every header value
+is checked for CR, LF and NUL before it is set, whatever the caller already checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from email import policy
+from email.message import EmailMessage
+from email.utils import format_datetime
+
+from replyguard.domain.addresses import check_header_value, format_address
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingEmail:
+    send_key: str
+    message_id: str
+    from_name: str
+    from_address: str
+    to_name: str
+    to_address: str
+    subject: str
+    body: str
+    date: datetime
+    in_reply_to: str | None = None
+    references: str | None = None
+    unsubscribe_url: str | None = None
+    unsubscribe_mailto: str | None = None
+
+
+def build_message(email: OutgoingEmail) -> EmailMessage:
+    msg = EmailMessage(policy=policy.SMTP)
+    msg["From"] = format_address(email.from_name, email.from_address)
+    msg["To"] = format_address(email.to_name, email.to_address)
+    msg["Subject"] = check_header_value("subject", email.subject)
+    msg["Date"] = format_datetime(email.date)
+    msg["Message-ID"] = check_header_value("Message-ID", email.message_id)
+    if email.in_reply_to:
+        msg["In-Reply-To"] = check_header_value("In-Reply-To", email.in_reply_to)
+    if email.references:
+        msg["References"] = check_header_value("References", email.references)
+    targets = []
+    if email.unsubscribe_url:
+        targets.append(f"<{check_header_value('unsubscribe URL', email.unsubscribe_url)}>")
+    if email.unsubscribe_mailto:
+        targets.append(f"<mailto:{check_header_value('unsubscribe address', email.unsubscribe_mailto)}>")
+    if targets:
+        msg["List-Unsubscribe"] = ", ".join(targets)
+        if email.unsubscribe_url:
+            # RFC 8058: the receiver may POST "List-Unsubscribe=One-Click" to the URL.
+            msg["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+    msg["X-Replyguard-Send-Key"] = email.send_key
+    msg.set_content(email.body)
+    return msg
+
+
+def message_bytes(email: OutgoingEmail) -> bytes:
+    return build_message(email).as_bytes(policy=policy.SMTP)

@@ -1,0 +1,137 @@
+"""The two state machines at the heart of replyguard: a lead's reply state and a step's lifecycle.
+
+Both are explicit: an enum of states and a table of allowed moves. A move that is not in
+the table raises `IllegalTransition`; callers never write a state without asking here first.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class IllegalTransition(ValueError):
+    """A state change that the state machine does not allow."""
+
+
+class Actor(enum.StrEnum):
+    """Who asks for a change: the machine (inbound mail, the worker) or a person."""
+
+    SYSTEM = "system"
+    PERSON = "person"
+
+
+class ReplyState(enum.StrEnum):
+    """The one reply state of a lead (a contact in one product's context). Only ACTIVE sends."""
+
+    ACTIVE = "active"
+    REPLIED = "replied"
+    OUT_OF_OFFICE = "out_of_office"
+    HELD = "held"
+    BOUNCED = "bounced"
+    UNSUBSCRIBED = "unsubscribed"
+    STOPPED = "stopped"
+
+
+_R = ReplyState
+# Moves the machine may make on its own. Anything that returns a lead to ACTIVE, other than
+# the end of an out-of-office pause, needs a person (see _PERSON_ONLY).
+_SYSTEM_MOVES: dict[ReplyState, frozenset[ReplyState]] = {
+    _R.ACTIVE: frozenset({_R.REPLIED, _R.OUT_OF_OFFICE, _R.HELD, _R.BOUNCED, _R.UNSUBSCRIBED}),
+    _R.OUT_OF_OFFICE: frozenset(
+        {_R.ACTIVE, _R.REPLIED, _R.OUT_OF_OFFICE, _R.HELD, _R.BOUNCED, _R.UNSUBSCRIBED}
+    ),
+    _R.HELD: frozenset({_R.REPLIED, _R.HELD, _R.BOUNCED, _R.UNSUBSCRIBED}),
+    _R.REPLIED: frozenset({_R.REPLIED, _R.BOUNCED, _R.UNSUBSCRIBED}),
+    _R.BOUNCED: frozenset({_R.BOUNCED, _R.UNSUBSCRIBED}),
+    _R.UNSUBSCRIBED: frozenset({_R.UNSUBSCRIBED}),
+    _R.STOPPED: frozenset({_R.REPLIED, _R.BOUNCED, _R.UNSUBSCRIBED, _R.STOPPED}),
+}
+# Extra moves only a person may make: resuming, stopping, deciding a held lead.
+_PERSON_ONLY: dict[ReplyState, frozenset[ReplyState]] = {
+    _R.ACTIVE: frozenset({_R.STOPPED}),
+    _R.OUT_OF_OFFICE: frozenset({_R.STOPPED}),
+    _R.HELD: frozenset({_R.ACTIVE, _R.STOPPED, _R.OUT_OF_OFFICE}),
+    _R.REPLIED: frozenset({_R.ACTIVE, _R.STOPPED}),
+    _R.BOUNCED: frozenset({_R.ACTIVE, _R.STOPPED}),
+    _R.UNSUBSCRIBED: frozenset(),  # an unsubscribe is never undone by this system
+    _R.STOPPED: frozenset({_R.ACTIVE}),
+}
+
+
+def allowed_reply_moves(current: ReplyState, actor: Actor) -> frozenset[ReplyState]:
+    moves = _SYSTEM_MOVES[current]
+    if actor is Actor.PERSON:
+        moves = moves | _PERSON_ONLY[current]
+    return moves
+
+
+def check_reply_move(current: ReplyState, target: ReplyState, actor: Actor) -> None:
+    """Raise IllegalTransition unless `actor` may move a lead from `current` to `target`."""
+    if target not in allowed_reply_moves(current, actor):
+        raise IllegalTransition(f"a lead cannot go from {current} to {target} by {actor}")
+
+
+class StepState(enum.StrEnum):
+    """Lifecycle of one scheduled email of an enrollment."""
+
+    AWAITING_APPROVAL = "awaiting_approval"  # waits for a person before it may be scheduled
+    SCHEDULED = "scheduled"  # queued for its due time
+    CLAIMED = "claimed"  # a worker holds a lease on it; nothing has been handed to a transport
+    SENDING = "sending"  # durable marker: a transport call may be in flight (outcome unknown)
+    SENT = "sent"  # the transport accepted it
+    CANCELLED = "cancelled"  # will never be sent
+    FAILED = "failed"  # the transport refused it permanently, or retries ran out
+    UNKNOWN = "unknown"  # a send whose outcome cannot be known; a person decides
+
+
+_S = StepState
+#: States from which a reply cancels a step outright.
+CANCELLABLE: frozenset[StepState] = frozenset({_S.AWAITING_APPROVAL, _S.SCHEDULED, _S.CLAIMED})
+#: States that will never change again without a person.
+TERMINAL: frozenset[StepState] = frozenset({_S.SENT, _S.CANCELLED, _S.FAILED, _S.UNKNOWN})
+
+_STEP_MOVES: dict[StepState, frozenset[StepState]] = {
+    _S.AWAITING_APPROVAL: frozenset({_S.SCHEDULED, _S.CANCELLED}),
+    _S.SCHEDULED: frozenset({_S.CLAIMED, _S.CANCELLED, _S.SCHEDULED}),
+    # A claim that expires before any send returns to SCHEDULED; a fenced marker moves it on.
+    _S.CLAIMED: frozenset({_S.SENDING, _S.SCHEDULED, _S.CANCELLED}),
+    # From SENDING only evidence moves a step: acceptance, a refusal before acceptance
+    # (back to SCHEDULED for a retry), a permanent refusal, or an unknown outcome.
+    _S.SENDING: frozenset({_S.SENT, _S.SCHEDULED, _S.FAILED, _S.UNKNOWN, _S.CANCELLED}),
+    _S.SENT: frozenset(),
+    _S.CANCELLED: frozenset(),
+    _S.FAILED: frozenset(),
+    # A person who knows the email did not go out may cancel it; nobody resends it blindly.
+    _S.UNKNOWN: frozenset({_S.SENT, _S.CANCELLED}),
+}
+
+
+def check_step_move(current: StepState, target: StepState) -> None:
+    if target not in _STEP_MOVES[current]:
+        raise IllegalTransition(f"a step cannot go from {current} to {target}")
+
+
+class EnrollmentState(enum.StrEnum):
+    ACTIVE = "active"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+
+
+class ReplyKind(enum.StrEnum):
+    """What an inbound message is, as `inspect --json` prints it."""
+
+    HUMAN_REPLY = "human_reply"
+    OUT_OF_OFFICE = "out_of_office"
+    AUTO_REPLY = "auto_reply"
+    BOUNCE_HARD = "bounce_hard"
+    BOUNCE_SOFT = "bounce_soft"
+    UNSUBSCRIBE = "unsubscribe"
+
+
+@dataclass(frozen=True, slots=True)
+class SendRefusal:
+    """Why the guarded worker refused to send a claimed step."""
+
+    reason: str
+    cancel: bool  # True: the step is cancelled; False: it goes back to wait (pause, hold)
