@@ -13,7 +13,9 @@ from email.utils import parseaddr
 _FORBIDDEN = re.compile(r"[\r\n\x00]")
 # Deliberately simple: one @, a dot in the domain, no spaces or angle brackets. Deliverability
 # is decided by the receiving server, not by a regex.
-_ADDRESS = re.compile(r"^[^@\s<>(),;:\"\[\]\\]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$")
+_ADDRESS = re.compile(
+    r"^[^@\s<>(),;:\"\[\]\\]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$"
+)
 
 
 class InvalidAddress(ValueError):

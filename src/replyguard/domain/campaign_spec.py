@@ -7,6 +7,7 @@ reading code. Unknown keys are errors too: a typo must not silently drop a setti
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -49,7 +50,14 @@ class CampaignSpec:
 
 _TOP_KEYS = {"product", "campaign"}
 _CAMPAIGN_KEYS = {
-    "name", "mailbox", "from_name", "owner", "timezone", "send_window", "daily_cap", "steps"
+    "name",
+    "mailbox",
+    "from_name",
+    "owner",
+    "timezone",
+    "send_window",
+    "daily_cap",
+    "steps",
 }
 _WINDOW_KEYS = {"days", "start", "end"}
 _STEP_KEYS = {"wait", "subject", "body", "approval"}
@@ -58,7 +66,9 @@ _STEP_KEYS = {"wait", "subject", "body", "approval"}
 def _unknown(where: str, data: dict[str, Any], allowed: set[str]) -> None:
     extra = sorted(set(data) - allowed)
     if extra:
-        raise CampaignSpecError(f"{where}: unknown key(s) {', '.join(extra)} (allowed: {', '.join(sorted(allowed))})")
+        raise CampaignSpecError(
+            f"{where}: unknown key(s) {', '.join(extra)} (allowed: {', '.join(sorted(allowed))})"
+        )
 
 
 def _text(data: dict[str, Any], key: str, where: str, *, required: bool = True) -> str | None:
@@ -92,10 +102,10 @@ def _build(data: dict[str, Any], extra_fields: set[str]) -> CampaignSpec:
     _unknown("campaign", campaign, _CAMPAIGN_KEYS)
     where = "campaign"
     name = _text(campaign, "name", where)
-    mailbox = _field(lambda v: normalize_address(v), campaign, "mailbox", where)
+    mailbox = _field(normalize_address, campaign, "mailbox", where)
     from_name = _text(campaign, "from_name", where)
-    owner = _field(lambda v: normalize_address(v), campaign, "owner", where)
-    timezone = _field(lambda v: (load_zone(v), v)[1], campaign, "timezone", where)
+    owner = _field(normalize_address, campaign, "owner", where)
+    timezone = _field(_zone_name, campaign, "timezone", where)
     assert product and name and from_name  # _text raises otherwise
     check_header_value("campaign.from_name", from_name)
     window = _window(campaign.get("send_window"))
@@ -103,13 +113,21 @@ def _build(data: dict[str, Any], extra_fields: set[str]) -> CampaignSpec:
     if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
         raise CampaignSpecError(f"campaign.daily_cap: expected a whole number of at least 1, got {cap!r}")
     steps = _steps(campaign.get("steps"), extra_fields)
-    return CampaignSpec(product.strip(), name.strip(), mailbox, from_name, owner, timezone, window, cap, steps)
+    return CampaignSpec(
+        product.strip(), name.strip(), mailbox, from_name, owner, timezone, window, cap, steps
+    )
 
 
-def _field(convert: Any, data: dict[str, Any], key: str, where: str) -> str:
+def _zone_name(name: str) -> str:
+    load_zone(name)
+    return name
+
+
+def _field(convert: Callable[[str], str], data: dict[str, Any], key: str, where: str) -> str:
     raw = _text(data, key, where)
+    assert raw is not None
     try:
-        return str(convert(raw))
+        return convert(raw)
     except (InvalidAddress, ScheduleError, UnsafeHeaderValue) as exc:
         raise CampaignSpecError(f"{where}.{key}: {exc}") from exc
 
@@ -117,11 +135,13 @@ def _field(convert: Any, data: dict[str, Any], key: str, where: str) -> str:
 def _window(raw: Any) -> SendWindow:
     where = "campaign.send_window"
     if not isinstance(raw, dict):
-        raise CampaignSpecError(f"{where}: expected a table like {{ days = [...], start = \"09:00\", end = \"17:00\" }}")
+        raise CampaignSpecError(
+            f'{where}: expected a table like {{ days = [...], start = "09:00", end = "17:00" }}'
+        )
     _unknown(where, raw, _WINDOW_KEYS)
     days = raw.get("days")
     if not isinstance(days, list) or not all(isinstance(d, str) for d in days):
-        raise CampaignSpecError(f"{where}.days: expected a list of day names like [\"mon\", \"tue\"]")
+        raise CampaignSpecError(f'{where}.days: expected a list of day names like ["mon", "tue"]')
     try:
         return SendWindow.parse(days, str(raw.get("start", "")), str(raw.get("end", "")))
     except ScheduleError as exc:

@@ -20,7 +20,16 @@ from replyguard.domain.addresses import (
 )
 from replyguard.domain.schedule import ScheduleError, load_zone
 
-KNOWN_COLUMNS = ("email", "first_name", "last_name", "company", "title", "timezone", "alt_emails", "owner")
+KNOWN_COLUMNS = (
+    "email",
+    "first_name",
+    "last_name",
+    "company",
+    "title",
+    "timezone",
+    "alt_emails",
+    "owner",
+)
 _SPLIT_ALTS = re.compile(r"[;,\s]+")
 _CUSTOM_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -88,7 +97,8 @@ def _row(header: list[str], record: list[str], line: int, seen: dict[str, int]) 
     try:
         email = normalize_address(values["email"])
         alts = tuple(
-            a for a in (normalize_address(v) for v in _SPLIT_ALTS.split(values.get("alt_emails", "")) if v)
+            a
+            for a in (normalize_address(v) for v in _SPLIT_ALTS.split(values.get("alt_emails", "")) if v)
             if a != email
         )
         owner = normalize_address(values["owner"]) if values.get("owner") else None

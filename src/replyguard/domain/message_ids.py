@@ -27,3 +27,15 @@ def message_id_for(key: str, domain: str) -> str:
 def send_keys_in(header_value: str) -> list[str]:
     """Our send keys referenced in an In-Reply-To or References header, newest first."""
     return [m.lower() for m in reversed(_OUR_ID.findall(header_value or ""))]
+
+
+def unsubscribe_token(workspace_secret: str, key: str) -> str:
+    """`KEY.SIG`: names the step, and proves we issued it (RFC 8058 one-click, mailto)."""
+    sig = hmac.new(workspace_secret.encode(), f"unsubscribe:{key}".encode(), hashlib.sha256).hexdigest()
+    return f"{key}.{sig[:20]}"
+
+
+def check_unsubscribe_token(workspace_secret: str, token: str) -> str | None:
+    """The send key inside a valid token, or None (compared in constant time)."""
+    key, _, _sig = token.partition(".")
+    return key if hmac.compare_digest(unsubscribe_token(workspace_secret, key), token) else None

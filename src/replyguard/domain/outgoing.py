@@ -14,6 +14,10 @@ from email.utils import format_datetime
 
 from replyguard.domain.addresses import check_header_value, format_address
 
+# RFC 5322 allows 998 octets a line. Folding at 78 would turn long header values without
+# spaces (List-Unsubscribe URLs) into encoded words, which receivers then cannot act on.
+SMTP_POLICY = policy.SMTP.clone(max_line_length=998)
+
 
 @dataclass(frozen=True, slots=True)
 class OutgoingEmail:
@@ -33,7 +37,7 @@ class OutgoingEmail:
 
 
 def build_message(email: OutgoingEmail) -> EmailMessage:
-    msg = EmailMessage(policy=policy.SMTP)
+    msg = EmailMessage(policy=SMTP_POLICY)
     msg["From"] = format_address(email.from_name, email.from_address)
     msg["To"] = format_address(email.to_name, email.to_address)
     msg["Subject"] = check_header_value("subject", email.subject)
@@ -59,4 +63,4 @@ def build_message(email: OutgoingEmail) -> EmailMessage:
 
 
 def message_bytes(email: OutgoingEmail) -> bytes:
-    return build_message(email).as_bytes(policy=policy.SMTP)
+    return build_message(email).as_bytes(policy=SMTP_POLICY)

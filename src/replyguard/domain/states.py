@@ -43,7 +43,7 @@ _SYSTEM_MOVES: dict[ReplyState, frozenset[ReplyState]] = {
     ),
     _R.HELD: frozenset({_R.REPLIED, _R.HELD, _R.BOUNCED, _R.UNSUBSCRIBED}),
     _R.REPLIED: frozenset({_R.REPLIED, _R.BOUNCED, _R.UNSUBSCRIBED}),
-    _R.BOUNCED: frozenset({_R.BOUNCED, _R.UNSUBSCRIBED}),
+    _R.BOUNCED: frozenset({_R.REPLIED, _R.BOUNCED, _R.UNSUBSCRIBED}),
     _R.UNSUBSCRIBED: frozenset({_R.UNSUBSCRIBED}),
     _R.STOPPED: frozenset({_R.REPLIED, _R.BOUNCED, _R.UNSUBSCRIBED, _R.STOPPED}),
 }

@@ -23,9 +23,7 @@ class TemplateError(ValueError):
 
 def _environment() -> SandboxedEnvironment:
     # Plain-text email: no autoescaping, keep the author's line breaks exactly.
-    return SandboxedEnvironment(
-        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True
-    )
+    return SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
 
 _ENV = _environment()
@@ -45,8 +43,7 @@ def check_variables(source: str, where: str, extra_fields: Iterable[str] = ()) -
     unknown = sorted(used - known)
     if unknown:
         raise TemplateError(
-            f"{where}: unknown template variable(s) {', '.join(unknown)} "
-            f"(known: {', '.join(sorted(known))})"
+            f"{where}: unknown template variable(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
         )
     return used
 

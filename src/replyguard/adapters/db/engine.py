@@ -46,7 +46,9 @@ def make_engine(url: str, *, pool_size: int = 5, echo: bool = False) -> Engine:
 def _sqlite_engine(url: str, *, echo: bool) -> Engine:
     # One connection per checkout (NullPool): SQLite connections are cheap, and worker
     # processes must never share one.
-    engine = create_engine(url, echo=echo, poolclass=NullPool, connect_args={"timeout": SQLITE_BUSY_MS / 1000})
+    engine = create_engine(
+        url, echo=echo, poolclass=NullPool, connect_args={"timeout": SQLITE_BUSY_MS / 1000}
+    )
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:

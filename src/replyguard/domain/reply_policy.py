@@ -1,0 +1,109 @@
+"""What a classified reply does to a lead: the table in PRODUCT.md as one pure function."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from replyguard.domain.states import Actor, ReplyKind, ReplyState, allowed_reply_moves
+
+
+class Suppress(enum.StrEnum):
+    NONE = "none"
+    ADDRESS = "address"  # the address that bounced
+    CONTACT = "contact"  # every address of the contact (unsubscribe)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyEffect:
+    new_state: ReplyState | None  # None: the lead's state does not change
+    cancel_steps: bool
+    paused_until: datetime | None = None
+    hold_reason: str | None = None
+    suppress: Suppress = Suppress.NONE
+    notify: bool = False
+    every_product: bool = False  # unsubscribe applies to every lead of the contact
+    recommendation: str = ""
+
+
+def _move(current: ReplyState, target: ReplyState) -> ReplyState | None:
+    """The target if the machine may make that move on its own, else no change."""
+    return target if target in allowed_reply_moves(current, Actor.SYSTEM) else None
+
+
+def decide(
+    kind: ReplyKind,
+    current: ReplyState,
+    *,
+    now: datetime,
+    back_at: datetime | None,
+    default_pause: timedelta,
+    max_pause: timedelta,
+    left_company: bool = False,
+    other_address: bool = False,
+) -> ReplyEffect:
+    if kind is ReplyKind.HUMAN_REPLY:
+        # A person answered: whatever the machine thought (paused, held, bounced, stopped), a
+        # human now owns the lead. Only an unsubscribe stays stronger.
+        return ReplyEffect(
+            _move(current, ReplyState.REPLIED),
+            cancel_steps=True,
+            notify=True,
+            recommendation="Read the reply and answer it yourself; the sequence is stopped.",
+        )
+    if kind is ReplyKind.UNSUBSCRIBE:
+        return ReplyEffect(
+            _move(current, ReplyState.UNSUBSCRIBED),
+            cancel_steps=True,
+            suppress=Suppress.CONTACT,
+            notify=True,
+            every_product=True,
+            recommendation="Nothing to send: the address is suppressed in every product.",
+        )
+    if kind is ReplyKind.BOUNCE_HARD:
+        if other_address:
+            return ReplyEffect(
+                _move(current, ReplyState.HELD),
+                cancel_steps=True,
+                suppress=Suppress.ADDRESS,
+                hold_reason="the address bounced; the contact has another address",
+                notify=True,
+                recommendation="Decide whether to reach this person at their other address.",
+            )
+        return ReplyEffect(_move(current, ReplyState.BOUNCED), cancel_steps=True, suppress=Suppress.ADDRESS)
+    if kind is ReplyKind.OUT_OF_OFFICE:
+        return _out_of_office(current, now, back_at, default_pause, max_pause)
+    if kind is ReplyKind.AUTO_REPLY and left_company:
+        return ReplyEffect(
+            _move(current, ReplyState.HELD),
+            cancel_steps=False,
+            hold_reason="auto-reply says the person left or the mailbox is closed",
+            notify=True,
+            recommendation="Find the right contact at this company, or stop this lead.",
+        )
+    # Other auto-replies and soft bounces are logged on the timeline; the sequence goes on.
+    return ReplyEffect(None, cancel_steps=False)
+
+
+def _out_of_office(
+    current: ReplyState,
+    now: datetime,
+    back_at: datetime | None,
+    default_pause: timedelta,
+    max_pause: timedelta,
+) -> ReplyEffect:
+    if current not in (ReplyState.ACTIVE, ReplyState.OUT_OF_OFFICE):
+        return ReplyEffect(None, cancel_steps=False)
+    until = back_at if back_at is not None else now + default_pause
+    if until - now > max_pause:
+        return ReplyEffect(
+            ReplyState.HELD,
+            cancel_steps=False,
+            hold_reason=f"away until {until.date()}, longer than the {max_pause.days}-day limit",
+            notify=True,
+            recommendation="Decide whether to resume this lead when they are back.",
+        )
+    if until <= now:
+        return ReplyEffect(None, cancel_steps=False)  # already back: nothing to pause
+    return ReplyEffect(ReplyState.OUT_OF_OFFICE, cancel_steps=False, paused_until=until)

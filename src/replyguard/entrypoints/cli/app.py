@@ -1,0 +1,436 @@
+"""`replyguard` command line: thin commands over the service layer.
+
+Global options: `--db URL` (env REPLYGUARD_DATABASE_URL, default sqlite:///replyguard.db),
+`--now ISO-8601` (env REPLYGUARD_NOW: a simulated clock), `--workspace NAME`,
+`--transport SPEC` (env REPLYGUARD_TRANSPORT: maildir:PATH, smtp://..., smtps://...).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from replyguard.bootstrap import App, WorkspaceMissing, bootstrap
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Outbound sequences that stop when a person answers.",
+)
+campaign_app = typer.Typer(no_args_is_help=True, help="Create and list campaigns.")
+leads_app = typer.Typer(no_args_is_help=True, help="Import, show, stop and resume leads.")
+reply_app = typer.Typer(no_args_is_help=True, help="Record replies by hand.")
+steps_app = typer.Typer(no_args_is_help=True, help="Approve steps that wait for a person.")
+app.add_typer(campaign_app, name="campaign")
+app.add_typer(leads_app, name="leads")
+app.add_typer(reply_app, name="reply")
+app.add_typer(steps_app, name="steps")
+
+out = Console()
+err = Console(stderr=True)
+
+
+@dataclass
+class Options:
+    db: str | None
+    now: str | None
+    workspace: str | None
+    transport: str | None
+
+    def app(self, *, running_clock: bool = False) -> App:
+        try:
+            return bootstrap(
+                self.db,
+                now=self.now,
+                running_clock=running_clock,
+                transport=self.transport,
+                workspace=self.workspace,
+            )
+        except ValueError as exc:
+            fail(str(exc), code=2)
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def opts(ctx: typer.Context) -> Options:
+    value = ctx.obj
+    assert isinstance(value, Options)
+    return value
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Database URL (sqlite:///PATH or postgresql://...).")
+    ] = None,
+    now: Annotated[str | None, typer.Option("--now", help="Simulated current time, ISO-8601.")] = None,
+    workspace: Annotated[str | None, typer.Option("--workspace", help="Workspace name.")] = None,
+    transport: Annotated[
+        str | None, typer.Option("--transport", help="maildir:PATH, smtp://..., smtps://...")
+    ] = None,
+) -> None:
+    ctx.obj = Options(db, now, workspace, transport)
+
+
+def open_app(ctx: typer.Context, *, running_clock: bool = False) -> App:
+    instance = opts(ctx).app(running_clock=running_clock)
+    try:
+        _ = instance.workspace_id
+    except WorkspaceMissing as exc:
+        fail(str(exc))
+    except Exception as exc:
+        fail(f"cannot open the database: {exc.__class__.__name__}: {str(exc).splitlines()[0]}")
+    return instance
+
+
+@app.command()
+def init(ctx: typer.Context) -> None:
+    """Create or migrate the database and the workspace."""
+    instance = opts(ctx).app()
+    workspace_id = instance.init_database()
+    out.print(f"database ready; workspace [bold]{instance.workspace}[/] (id {workspace_id})")
+
+
+@campaign_app.command("create")
+def campaign_create(ctx: typer.Context, file: Path) -> None:
+    """Create a campaign from a TOML file (see examples/campaign.toml)."""
+    from replyguard.domain.campaign_spec import CampaignSpecError
+    from replyguard.service_layer.campaigns import create_campaign
+
+    source = _read_text(file)
+    instance = open_app(ctx)
+    try:
+        with instance.uow() as uow:
+            result = create_campaign(uow, source)
+            uow.commit()
+    except CampaignSpecError as exc:
+        fail(f"{file}: {exc}", code=2)
+    verb = "created" if result.created else "already exists (identical)"
+    out.print(f"campaign [bold]{result.name}[/] for {result.product}: {result.steps} steps, {verb}")
+
+
+def _read_text(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        fail(f"{file}: no such file", code=2)
+    except UnicodeDecodeError as exc:
+        fail(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})", code=2)
+
+
+@leads_app.command("import")
+def leads_import(
+    ctx: typer.Context,
+    file: Path,
+    product: Annotated[str, typer.Option("--product", help="The product these leads belong to.")],
+) -> None:
+    """Import contacts from a CSV file as leads of a product. Re-importing updates."""
+    from replyguard.domain.leads_csv import LeadFileError, read_leads
+    from replyguard.service_layer.leads import import_leads
+
+    try:
+        data = file.read_bytes()
+        rows = []
+        with Progress(console=err, transient=True) as progress:
+            task = progress.add_task("reading", total=len(data) or 1)
+            for row in read_leads(data):
+                rows.append(row)
+                progress.update(task, advance=0)
+            progress.update(task, completed=len(data) or 1)
+    except FileNotFoundError:
+        fail(f"{file}: no such file", code=2)
+    except LeadFileError as exc:
+        fail(f"{file}: {exc}", code=2)
+    instance = open_app(ctx)
+    with instance.uow() as uow:
+        report = import_leads(uow, product, rows)
+        uow.commit()
+    for problem in report.errors:
+        err.print(f"[yellow]{file}:{problem.line}:[/] {problem.message}", highlight=False)
+    out.print(f"{report.created} created, {report.updated} updated, {len(report.errors)} rows skipped")
+    if report.errors:
+        raise typer.Exit(1)
+
+
+@leads_app.command("show")
+def leads_show(
+    ctx: typer.Context, email: str, as_json: Annotated[bool, typer.Option("--json")] = False
+) -> None:
+    """A contact and, per product, its reply state, step counts and next due time."""
+    from replyguard.service_layer.leads import LeadNotFound, lead_summary
+
+    instance = open_app(ctx)
+    try:
+        with instance.uow() as uow:
+            summary = lead_summary(uow, email)
+    except (LeadNotFound, ValueError) as exc:
+        fail(str(exc))
+    if as_json:
+        emit_json(summary)
+        return
+    table = Table(title=f"{summary['name']} <{summary['email']}>")
+    for column in ("product", "state", "queued", "sent", "cancelled", "next due"):
+        table.add_column(column)
+    for p in summary["products"]:
+        s = p["steps"]
+        table.add_row(
+            p["product"],
+            p["reply_state"],
+            str(s["queued"]),
+            str(s["sent"]),
+            str(s["cancelled"]),
+            p["next_due_at"] or "-",
+        )
+    out.print(table)
+
+
+def _person_move(ctx: typer.Context, email: str, product: str, target: str, why: str) -> None:
+    from replyguard.domain.states import IllegalTransition, ReplyState
+    from replyguard.service_layer.actions import set_lead_state
+    from replyguard.service_layer.leads import LeadNotFound
+
+    instance = open_app(ctx)
+    try:
+        with instance.uow() as uow:
+            before = set_lead_state(uow, email, product, ReplyState(target), why=why)
+            uow.commit()
+    except (LeadNotFound, IllegalTransition) as exc:
+        fail(str(exc))
+    out.print(f"{email} in {product}: {before} -> {target}")
+
+
+@leads_app.command("stop")
+def leads_stop(
+    ctx: typer.Context,
+    email: str,
+    product: Annotated[str, typer.Option("--product")],
+    why: Annotated[str, typer.Option("--why")] = "",
+) -> None:
+    """Stop a lead: cancels its queued steps."""
+    _person_move(ctx, email, product, "stopped", why)
+
+
+@leads_app.command("resume")
+def leads_resume(
+    ctx: typer.Context,
+    email: str,
+    product: Annotated[str, typer.Option("--product")],
+    why: Annotated[str, typer.Option("--why")] = "",
+) -> None:
+    """Return a lead to active (a person's decision; never automatic after a reply)."""
+    _person_move(ctx, email, product, "active", why)
+
+
+@app.command()
+def enroll(
+    ctx: typer.Context,
+    campaign: Annotated[str, typer.Option("--campaign", help="Campaign name.")],
+    lead: Annotated[str | None, typer.Option("--lead", help="Only this lead's email.")] = None,
+) -> None:
+    """Enroll the campaign product's leads (or one) and schedule all their steps."""
+    from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
+    from replyguard.service_layer.leads import LeadNotFound
+
+    instance = open_app(ctx)
+    report = EnrollReport()
+    try:
+        with instance.uow() as uow:
+            ids = candidate_lead_ids(uow, campaign, lead)
+        with Progress(console=err, transient=True) as progress:
+            task = progress.add_task("enrolling", total=len(ids))
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                with instance.uow() as uow:
+                    enroll_leads(uow, campaign, chunk, report)
+                    uow.commit()
+                progress.advance(task, len(chunk))
+    except (LookupError, LeadNotFound) as exc:
+        fail(str(exc))
+    for address, why in report.skipped:
+        err.print(f"[yellow]skipped {address}:[/] {why}", highlight=False)
+    out.print(f"{report.enrolled} enrolled, {report.already} already enrolled, {len(report.skipped)} skipped")
+
+
+@app.command()
+def worker(
+    ctx: typer.Context,
+    once: Annotated[bool, typer.Option("--once", help="Send everything due now, then exit.")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Send due steps, guarded by the reply re-check."""
+    from replyguard.service_layer.worker import Worker, run_forever
+
+    instance = open_app(ctx, running_clock=not once)
+    try:
+        transport = instance.transport
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    work = Worker(instance, transport)
+    if once:
+        report = work.run_once()
+    else:
+        stopping = {"now": False}
+
+        def _stop(_signum: int, _frame: object) -> None:
+            stopping["now"] = True
+
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+        err.print(
+            f"worker running on {instance.engine.url.render_as_string(hide_password=True)}; Ctrl-C stops"
+        )
+        report = run_forever(work, lambda: stopping["now"], time.sleep)
+    instance.close()
+    summary = {k: v for k, v in vars(report).items() if k != "outcomes"}
+    if as_json:
+        emit_json(summary)
+    else:
+        out.print(", ".join(f"{k} {v}" for k, v in summary.items()))
+
+
+@reply_app.command("record")
+def reply_record(
+    ctx: typer.Context,
+    lead: Annotated[str, typer.Option("--lead", help="The lead's email (any known address).")],
+    product: Annotated[str, typer.Option("--product")],
+    kind: Annotated[
+        str,
+        typer.Option(
+            "--kind",
+            help="human_reply, out_of_office, auto_reply, bounce_hard, bounce_soft, unsubscribe",
+        ),
+    ] = "human_reply",
+    until: Annotated[
+        str | None,
+        typer.Option("--until", help="Out-of-office: the date they are back (YYYY-MM-DD)."),
+    ] = None,
+    text: Annotated[str | None, typer.Option("--text")] = None,
+    subject: Annotated[str | None, typer.Option("--subject")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Record a reply: in one transaction the lead's state moves and its queued steps stop."""
+    from replyguard.domain.states import ReplyKind
+    from replyguard.service_layer.leads import LeadNotFound, find_lead
+    from replyguard.service_layer.replies import IncomingReply, record_reply
+
+    try:
+        reply_kind = ReplyKind(kind)
+    except ValueError:
+        fail(f"--kind must be one of {', '.join(k.value for k in ReplyKind)}", code=2)
+    return_date = None
+    if until:
+        try:
+            return_date = date.fromisoformat(until)
+        except ValueError:
+            fail(f"--until must be a date like 2026-12-24, got {until!r}", code=2)
+    instance = open_app(ctx)
+    try:
+        with instance.uow() as uow:
+            lead_row = find_lead(uow, lead, product)
+            outcome = record_reply(
+                uow,
+                lead_row.id,
+                IncomingReply(
+                    kind=reply_kind,
+                    received_at=instance.clock.now(),
+                    return_date=return_date,
+                    text=text,
+                    subject=subject,
+                    from_address=lead.lower(),
+                    source="cli",
+                ),
+                instance.settings,
+                instance.failpoints,
+            )
+            uow.commit()
+    except LeadNotFound as exc:
+        fail(str(exc))
+    result = {
+        "reply_id": outcome.reply_id,
+        "lead_state": outcome.lead_state,
+        "cancelled_steps": outcome.cancelled,
+        "rescheduled_steps": outcome.rescheduled,
+        "in_flight": outcome.in_flight,
+        "crossed": outcome.crossed,
+        "notice_id": outcome.notice_id,
+        "other_products": outcome.other_products,
+    }
+    if as_json:
+        emit_json(result)
+    else:
+        out.print(
+            f"{lead} in {product}: now {outcome.lead_state}; {outcome.cancelled} queued steps cancelled, "
+            f"{outcome.rescheduled} moved after the pause"
+        )
+        for other in outcome.other_products:
+            out.print(
+                f"  also a lead of {other['product']} ({other['reply_state']}): not changed — decide there"
+            )
+
+
+@steps_app.command("approve")
+def steps_approve(
+    ctx: typer.Context,
+    campaign: Annotated[str, typer.Option("--campaign")],
+    lead: Annotated[str | None, typer.Option("--lead")] = None,
+    step: Annotated[int | None, typer.Option("--step", help="Step position (1-based).")] = None,
+) -> None:
+    """Approve steps that wait for a person."""
+    from replyguard.service_layer.actions import approve_steps
+
+    instance = open_app(ctx)
+    try:
+        with instance.uow() as uow:
+            count = approve_steps(uow, campaign, email=lead, position=step)
+            uow.commit()
+    except LookupError as exc:
+        fail(str(exc))
+    out.print(f"{count} steps approved")
+
+
+@app.command("inspect")
+def inspect(file: Path, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Classify one email file (or - for stdin) without touching any database."""
+    from replyguard.entrypoints.cli.inspect_cmd import inspect_command
+
+    raise typer.Exit(inspect_command(file, as_json))
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    examples: Annotated[Path, typer.Option("--examples", help="Folder with campaign and lead files.")] = Path(
+        "examples"
+    ),
+    outbox: Annotated[Path, typer.Option("--outbox", help="Maildir the demo sends into.")] = Path(
+        "demo-outbox"
+    ),
+) -> None:
+    """Build a demo workspace from examples/ and watch a reply stop its queue."""
+    from replyguard.entrypoints.cli.demo import run_demo
+
+    options = opts(ctx)
+    raise typer.Exit(run_demo(options.db or "sqlite:///demo.db", examples, outbox, out))
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,150 @@
+"""`replyguard demo`: a workspace built from examples/, run across simulated days.
+
+It enrolls the example leads in both example campaigns, runs the worker hour by hour on a
+simulated clock, records a human reply and an out-of-office on day 2, and shows that the
+replying lead's queue stopped while everything else went on.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import func, select
+from sqlalchemy.engine import make_url
+
+from replyguard.adapters.db import models as m
+from replyguard.adapters.transports.maildir import MaildirTransport
+from replyguard.bootstrap import bootstrap
+from replyguard.domain.clock import FixedClock
+from replyguard.domain.leads_csv import read_leads
+from replyguard.domain.states import ReplyKind
+from replyguard.service_layer.actions import approve_steps
+from replyguard.service_layer.campaigns import create_campaign
+from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
+from replyguard.service_layer.leads import find_lead, import_leads
+from replyguard.service_layer.replies import IncomingReply, record_reply
+from replyguard.service_layer.worker import Worker
+
+START = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)  # a Monday morning, before any window opens
+
+
+def run_demo(db_url: str, examples: Path, outbox: Path, out: Console) -> int:
+    url = make_url(db_url)
+    if url.get_backend_name() == "sqlite" and url.database:
+        for suffix in ("", "-wal", "-shm"):
+            Path(url.database + suffix).unlink(missing_ok=True)
+    # The main example first: its reply and approval are the story the demo tells.
+    files = sorted(examples.glob("campaign*.toml"), key=lambda f: (f.name != "campaign.toml", f.name))
+    if not files or not (examples / "leads.csv").exists():
+        out.print(f"[red]no campaign*.toml and leads.csv in {examples}[/]")
+        return 2
+    if (outbox / "new").is_dir():
+        shutil.rmtree(outbox)  # a fresh demo sends into a fresh outbox
+    clock = FixedClock(START)
+    app = bootstrap(db_url, clock=clock, transport=f"maildir:{outbox}")
+    app.init_database()
+    app.use_transport(MaildirTransport(outbox))
+    rows = list(read_leads((examples / "leads.csv").read_bytes()))
+    campaigns = []
+    with app.uow() as uow:
+        for file in files:
+            created = create_campaign(uow, file.read_text(encoding="utf-8"))
+            import_leads(uow, created.product, rows)
+            campaigns.append(created)
+        uow.commit()
+    for created in campaigns:
+        report = EnrollReport()
+        with app.uow() as uow:
+            enroll_leads(uow, created.name, candidate_lead_ids(uow, created.name, None), report)
+            uow.commit()
+        out.print(f"enrolled {report.enrolled} leads in [bold]{created.name}[/] ({created.product})")
+    worker = Worker(app)
+    replier, replier_product = "priya@fernhollow.test", campaigns[0].product
+    away = "marc.keller@brightline-logistics.test"
+    sent = 0
+    for hour in range(0, 24 * 10):
+        clock.set(START + timedelta(hours=hour))
+        if hour == 24 * 4:
+            with app.uow() as uow:
+                approved = approve_steps(uow, campaigns[0].name, approver="demo")
+                uow.commit()
+            out.print(f"{_t(clock)}  a person approved {approved} 'last note' steps")
+        if hour == 24 + 10:
+            _reply(app, replier, replier_product, ReplyKind.HUMAN_REPLY, None, out)
+            _reply(app, away, replier_product, ReplyKind.OUT_OF_OFFICE, date(2026, 12, 21), out)
+        sent += worker.run_once().sent
+    out.print(f"\n{sent} emails sent into [bold]{outbox}/new[/] (open any .eml with a mail client)\n")
+    _table(app, out)
+    app.close()
+    return 0
+
+
+def _t(clock: FixedClock) -> str:
+    return clock.now().strftime("%a %Y-%m-%d %H:%M UTC")
+
+
+def _reply(app: object, email: str, product: str, kind: ReplyKind, back: date | None, out: Console) -> None:
+    from replyguard.bootstrap import App
+
+    assert isinstance(app, App)
+    with app.uow() as uow:
+        lead = find_lead(uow, email, product)
+        outcome = record_reply(
+            uow,
+            lead.id,
+            IncomingReply(
+                kind=kind,
+                received_at=app.clock.now(),
+                return_date=back,
+                source="demo",
+                text="Sounds interesting — can we talk Thursday?" if back is None else "I am away",
+            ),
+            app.settings,
+        )
+        uow.commit()
+    what = "replied" if kind is ReplyKind.HUMAN_REPLY else f"is out of office until {back}"
+    out.print(
+        f"{app.clock.now():%a %Y-%m-%d %H:%M UTC}  [bold]{email}[/] {what} ({product}): "
+        f"state {outcome.lead_state}, {outcome.cancelled} queued steps cancelled, "
+        f"{outcome.rescheduled} moved after the pause — in the same transaction"
+    )
+
+
+def _table(app: object, out: Console) -> None:
+    from replyguard.bootstrap import App
+
+    assert isinstance(app, App)
+    table = Table(title="After ten simulated days")
+    for column in ("lead", "product", "reply state", "sent", "cancelled", "queued"):
+        table.add_column(column)
+    with app.uow() as uow:
+        leads = uow.session.execute(
+            select(m.Lead.id, m.Lead.reply_state, m.Product.name, m.ContactAddress.address)
+            .join(m.Product, m.Product.id == m.Lead.product_id)
+            .join(
+                m.ContactAddress,
+                (m.ContactAddress.contact_id == m.Lead.contact_id) & m.ContactAddress.is_primary,
+            )
+            .order_by(m.ContactAddress.address, m.Product.name)
+        ).all()
+        for lead_id, state, product, address in leads:
+            counts = dict(
+                uow.session.execute(
+                    select(m.Step.state, func.count()).where(m.Step.lead_id == lead_id).group_by(m.Step.state)
+                ).all()
+            )
+            queued = sum(counts.get(s, 0) for s in ("scheduled", "claimed", "awaiting_approval"))
+            style = "bold green" if state != "active" else ""
+            table.add_row(
+                address,
+                product,
+                f"[{style}]{state}[/]" if style else state,
+                str(counts.get("sent", 0)),
+                str(counts.get("cancelled", 0)),
+                str(queued),
+            )
+    out.print(table)

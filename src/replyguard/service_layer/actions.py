@@ -1,0 +1,86 @@
+"""What a person does to leads and steps: approve, stop, resume. Each is one transaction."""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+
+from replyguard.adapters.db import models as m
+from replyguard.domain.states import Actor, ReplyState, StepState, check_reply_move
+from replyguard.service_layer.campaigns import find_campaign
+from replyguard.service_layer.leads import find_lead
+from replyguard.service_layer.replies import cancel_queued_steps
+from replyguard.service_layer.uow import UnitOfWork
+
+
+def approve_steps(
+    uow: UnitOfWork,
+    campaign_name: str,
+    *,
+    email: str | None = None,
+    position: int | None = None,
+    approver: str = "cli",
+) -> int:
+    """Move steps waiting for approval to SCHEDULED. Returns how many were approved."""
+    campaign = find_campaign(uow, campaign_name)
+    query = (
+        select(m.Step)
+        .join(m.Enrollment, m.Enrollment.id == m.Step.enrollment_id)
+        .where(
+            m.Enrollment.campaign_id == campaign.id,
+            m.Step.state == StepState.AWAITING_APPROVAL,
+            m.Step.workspace_id == uow.workspace_id,
+        )
+    )
+    if email is not None:
+        product = uow.session.get_one(m.Product, campaign.product_id)
+        query = query.where(m.Step.lead_id == find_lead(uow, email, product.name).id)
+    if position is not None:
+        query = query.where(m.Step.position == position)
+    steps = list(uow.session.scalars(query.order_by(m.Step.id)))
+    uow.lock_leads(s.lead_id for s in steps)
+    approved = 0
+    for step in steps:
+        uow.session.refresh(step)
+        if step.state != StepState.AWAITING_APPROVAL:
+            continue  # cancelled by a reply in the meantime
+        step.state = StepState.SCHEDULED
+        step.updated_at = uow.clock.now()
+        uow.add_event("step_approved", lead_id=step.lead_id, step_id=step.id, by=approver)
+        approved += 1
+    return approved
+
+
+def set_lead_state(uow: UnitOfWork, email: str, product: str, target: ReplyState, *, why: str) -> str:
+    """A person moves a lead (stop, resume). Stopping cancels its queued steps."""
+    lead = find_lead(uow, email, product)
+    uow.lock_leads([lead.id])
+    uow.session.refresh(lead)
+    previous = ReplyState(lead.reply_state)
+    check_reply_move(previous, target, Actor.PERSON)
+    lead.reply_state = target
+    lead.reply_state_updated_at = uow.clock.now()
+    lead.hold_reason = None
+    if target is ReplyState.ACTIVE:
+        lead.paused_until = None
+    uow.add_event("lead_state_set", lead_id=lead.id, before=previous, after=target, by="person", why=why)
+    if target is ReplyState.STOPPED:
+        cancel_queued_steps(uow, lead.id, reason="stopped by a person")
+    return str(previous)
+
+
+def resolve_unknown(uow: UnitOfWork, step_id: int, *, went_out: bool) -> None:
+    """A person who checked an unknown outcome says whether the email went out."""
+    step = uow.session.get_one(m.Step, step_id)
+    if step.workspace_id != uow.workspace_id or step.state != StepState.UNKNOWN:
+        raise LookupError(f"step {step_id} is not an unknown outcome in this workspace")
+    uow.lock_leads([step.lead_id])
+    uow.session.execute(
+        update(m.Step)
+        .where(m.Step.id == step_id, m.Step.state == StepState.UNKNOWN)
+        .values(
+            state=StepState.SENT if went_out else StepState.CANCELLED,
+            sent_at=uow.clock.now() if went_out else None,
+            cancel_reason=None if went_out else "not sent (checked by a person)",
+        )
+    )
+    uow.add_event("unknown_resolved", lead_id=step.lead_id, step_id=step_id, went_out=went_out)

@@ -1,0 +1,351 @@
+"""THE reply transaction (invariant 2): one function, one database transaction.
+
+`record_reply` locks the lead row(s), writes the reply, moves the reply state, cancels every
+queued step (or moves them after an out-of-office pause), suppresses addresses, and writes the
+events and the hand-off notice — and commits all of it together, or nothing. There is no
+background cleanup: when this function returns, no step of the lead can be claimed any more,
+and any worker that already holds one will be refused at its re-check under the same lock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from typing import Any
+
+from sqlalchemy import select, update
+
+from replyguard.adapters.db import models as m
+from replyguard.domain import reply_policy
+from replyguard.domain.reply_policy import ReplyEffect, Suppress
+from replyguard.domain.schedule import load_zone, shift_after_pause
+from replyguard.domain.states import (
+    CANCELLABLE,
+    Actor,
+    ReplyKind,
+    ReplyState,
+    StepState,
+    check_reply_move,
+)
+from replyguard.service_layer.enrollment import campaign_window
+from replyguard.service_layer.failpoints import Failpoints
+from replyguard.service_layer.uow import UnitOfWork
+from replyguard.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingReply:
+    kind: ReplyKind
+    received_at: datetime
+    return_date: date | None = None
+    text: str | None = None
+    subject: str | None = None
+    from_address: str | None = None
+    evidence: tuple[str, ...] = ()
+    source: str = "cli"
+    inbound_message_id: int | None = None
+    left_company: bool = False
+
+
+@dataclass
+class ReplyOutcome:
+    reply_id: int
+    lead_state: str
+    cancelled: int = 0
+    rescheduled: int = 0
+    in_flight: int = 0
+    crossed: list[str] = field(default_factory=list)
+    notice_id: int | None = None
+    other_products: list[dict[str, Any]] = field(default_factory=list)
+
+
+def record_reply(
+    uow: UnitOfWork,
+    lead_id: int,
+    reply: IncomingReply,
+    settings: Settings,
+    failpoints: Failpoints | None = None,
+) -> ReplyOutcome:
+    """Record `reply` for the lead and apply its whole effect. The caller commits."""
+    lead = uow.session.get_one(m.Lead, lead_id)
+    contact_leads = _contact_lead_ids(uow, lead.contact_id)
+    # Unsubscribes touch every lead of the contact; everything else only this one.
+    uow.lock_leads(contact_leads if reply.kind is ReplyKind.UNSUBSCRIBE else [lead_id])
+    uow.session.refresh(lead)
+    if lead.workspace_id != uow.workspace_id:
+        raise LookupError("lead not in this workspace")
+    now = uow.clock.now()
+    contact = uow.session.get_one(m.Contact, lead.contact_id)
+    zone = load_zone(contact.timezone or _campaign_zone(uow, lead.id) or "UTC")
+    back_at = datetime.combine(reply.return_date, time(0), tzinfo=zone) if reply.return_date else None
+    addresses = _addresses(uow, contact.id)
+    bounced = (reply.from_address or "").lower()
+    effect = reply_policy.decide(
+        reply.kind,
+        ReplyState(lead.reply_state),
+        now=now,
+        back_at=back_at,
+        default_pause=settings.default_pause,
+        max_pause=settings.max_pause,
+        left_company=reply.left_company,
+        other_address=any(a != bounced for a in addresses) if bounced else len(addresses) > 1,
+    )
+    row = m.Reply(
+        workspace_id=uow.workspace_id,
+        lead_id=lead.id,
+        inbound_message_id=reply.inbound_message_id,
+        kind=reply.kind,
+        from_address=reply.from_address,
+        subject=reply.subject,
+        text=reply.text,
+        return_date=reply.return_date,
+        evidence=list(reply.evidence),
+        source=reply.source,
+        received_at=reply.received_at,
+        recorded_at=now,
+    )
+    uow.session.add(row)
+    uow.session.flush()
+    if failpoints is not None:
+        failpoints.hit("inside_reply_tx")
+    outcome = ReplyOutcome(reply_id=row.id, lead_state=lead.reply_state)
+    targets = contact_leads if effect.every_product else [lead.id]
+    for target_id in targets:
+        target = lead if target_id == lead.id else uow.session.get_one(m.Lead, target_id)
+        _apply(uow, target, row, effect, reply, outcome)
+    outcome.lead_state = lead.reply_state
+    _suppress(uow, effect.suppress, addresses, bounced, reply.kind)
+    outcome.other_products = _other_products(uow, contact.id, lead.id)
+    if effect.notify:
+        outcome.notice_id = _notice(uow, lead, contact, row, effect, outcome)
+    return outcome
+
+
+def _apply(
+    uow: UnitOfWork,
+    lead: m.Lead,
+    reply: m.Reply,
+    effect: ReplyEffect,
+    incoming: IncomingReply,
+    outcome: ReplyOutcome,
+) -> None:
+    now = uow.clock.now()
+    previous = lead.reply_state
+    lead.last_reply_id = reply.id
+    if effect.new_state is not None and effect.new_state != previous:
+        check_reply_move(ReplyState(previous), effect.new_state, Actor.SYSTEM)
+        lead.reply_state = effect.new_state
+        lead.reply_state_updated_at = now
+    if effect.new_state is ReplyState.HELD:
+        lead.hold_reason = effect.hold_reason
+    if effect.new_state is ReplyState.OUT_OF_OFFICE:
+        lead.paused_until = effect.paused_until
+    uow.add_event(
+        "reply_recorded",
+        lead_id=lead.id,
+        reply_id=reply.id,
+        kind=incoming.kind,
+        state_before=previous,
+        state_after=lead.reply_state,
+        paused_until=effect.paused_until.isoformat() if effect.paused_until else None,
+        evidence=list(incoming.evidence),
+    )
+    if effect.cancel_steps:
+        cancelled, in_flight = cancel_queued_steps(uow, lead.id, reason=f"reply:{incoming.kind}")
+        outcome.cancelled += cancelled
+        outcome.in_flight += in_flight
+        outcome.crossed += _crossed(uow, lead.id, incoming.received_at)
+    elif effect.paused_until is not None:
+        outcome.rescheduled += pause_steps(uow, lead, effect.paused_until)
+
+
+def cancel_queued_steps(uow: UnitOfWork, lead_id: int, *, reason: str) -> tuple[int, int]:
+    """Cancel every queued step of the lead; mark in-flight ones so they are never retried.
+
+    Returns (cancelled, in_flight). Must run under the lead lock (see UnitOfWork.lock_leads).
+    """
+    now = uow.clock.now()
+    cancelled = uow.session.execute(
+        update(m.Step)
+        .where(m.Step.lead_id == lead_id, m.Step.state.in_(list(CANCELLABLE)))
+        .values(state=StepState.CANCELLED, cancel_reason=reason, claim_token=None, updated_at=now)
+        .execution_options(synchronize_session=False)
+    ).rowcount  # type: ignore[attr-defined]
+    in_flight = uow.session.execute(
+        update(m.Step)
+        .where(m.Step.lead_id == lead_id, m.Step.state == StepState.SENDING)
+        .values(cancel_requested=True, cancel_reason=reason, updated_at=now)
+        .execution_options(synchronize_session=False)
+    ).rowcount  # type: ignore[attr-defined]
+    if cancelled or in_flight:
+        uow.add_event("steps_cancelled", lead_id=lead_id, count=cancelled, in_flight=in_flight, reason=reason)
+    return cancelled, in_flight
+
+
+def _crossed(uow: UnitOfWork, lead_id: int, received_at: datetime) -> list[str]:
+    """Steps that went out after the reply arrived (the send was already under way)."""
+    rows = uow.session.scalars(
+        select(m.Step).where(
+            m.Step.lead_id == lead_id,
+            m.Step.state == StepState.SENT,
+            m.Step.sent_at >= received_at,
+        )
+    ).all()
+    for step in rows:
+        step.crossed = True
+    return [s.message_id for s in rows]
+
+
+def pause_steps(uow: UnitOfWork, lead: m.Lead, until: datetime) -> int:
+    """Move the lead's waiting steps after `until`, keeping their spacing; nothing is cancelled."""
+    steps = list(
+        uow.session.scalars(
+            select(m.Step)
+            .where(
+                m.Step.lead_id == lead.id,
+                m.Step.state.in_([StepState.SCHEDULED, StepState.CLAIMED, StepState.AWAITING_APPROVAL]),
+            )
+            .order_by(m.Step.due_at)
+        )
+    )
+    by_enrollment: dict[int, list[m.Step]] = {}
+    for step in steps:
+        by_enrollment.setdefault(step.enrollment_id, []).append(step)
+    contact = uow.session.get_one(m.Contact, lead.contact_id)
+    for enrollment_id, group in by_enrollment.items():
+        campaign = uow.session.get_one(
+            m.Campaign, uow.session.get_one(m.Enrollment, enrollment_id).campaign_id
+        )
+        zone = load_zone(contact.timezone or campaign.timezone)
+        new = shift_after_pause([s.due_at for s in group], until, campaign_window(campaign), zone)
+        for step, due in zip(group, new, strict=True):
+            if step.state == StepState.CLAIMED:
+                # Taking the claim back fences out the worker that holds it.
+                step.state, step.claim_token, step.lease_until = StepState.SCHEDULED, None, None
+                step.send_day = None
+            step.due_at = due
+            step.updated_at = uow.clock.now()
+    if steps:
+        uow.add_event("steps_paused", lead_id=lead.id, count=len(steps), until=until.isoformat())
+    return len(steps)
+
+
+def _suppress(uow: UnitOfWork, how: Suppress, addresses: list[str], bounced: str, kind: str) -> None:
+    if how is Suppress.NONE:
+        return
+    targets = addresses if how is Suppress.CONTACT else [bounced or addresses[0]]
+    existing = set(
+        uow.session.scalars(
+            select(m.Suppression.address).where(
+                m.Suppression.workspace_id == uow.workspace_id, m.Suppression.address.in_(targets)
+            )
+        )
+    )
+    for address in targets:
+        if address not in existing:
+            uow.session.add(
+                m.Suppression(
+                    workspace_id=uow.workspace_id,
+                    address=address,
+                    reason=kind,
+                    created_at=uow.clock.now(),
+                )
+            )
+            uow.add_event("address_suppressed", address=address, reason=kind)
+
+
+def _contact_lead_ids(uow: UnitOfWork, contact_id: int) -> list[int]:
+    return list(
+        uow.session.scalars(
+            select(m.Lead.id).where(m.Lead.contact_id == contact_id, m.Lead.workspace_id == uow.workspace_id)
+        )
+    )
+
+
+def _addresses(uow: UnitOfWork, contact_id: int) -> list[str]:
+    return list(
+        uow.session.scalars(
+            select(m.ContactAddress.address)
+            .where(m.ContactAddress.contact_id == contact_id)
+            .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
+        )
+    )
+
+
+def _campaign_zone(uow: UnitOfWork, lead_id: int) -> str | None:
+    return uow.session.scalar(
+        select(m.Campaign.timezone)
+        .join(m.Enrollment, m.Enrollment.campaign_id == m.Campaign.id)
+        .where(m.Enrollment.lead_id == lead_id)
+        .limit(1)
+    )
+
+
+def _other_products(uow: UnitOfWork, contact_id: int, lead_id: int) -> list[dict[str, Any]]:
+    rows = uow.session.execute(
+        select(m.Product.name, m.Lead.reply_state)
+        .join(m.Lead, m.Lead.product_id == m.Product.id)
+        .where(m.Lead.contact_id == contact_id, m.Lead.id != lead_id)
+        .order_by(m.Product.name)
+    ).all()
+    return [{"product": name, "reply_state": state} for name, state in rows]
+
+
+def _notice(
+    uow: UnitOfWork,
+    lead: m.Lead,
+    contact: m.Contact,
+    reply: m.Reply,
+    effect: ReplyEffect,
+    outcome: ReplyOutcome,
+) -> int:
+    """The hand-off: product, campaign, lead, thread and subject — enough to act."""
+    product = uow.session.get_one(m.Product, lead.product_id)
+    enrollment_rows = uow.session.execute(
+        select(m.Campaign.name, m.Campaign.owner, m.Enrollment.id)
+        .join(m.Enrollment, m.Enrollment.campaign_id == m.Campaign.id)
+        .where(m.Enrollment.lead_id == lead.id)
+        .order_by(m.Enrollment.id)
+    ).all()
+    thread = list(
+        uow.session.scalars(
+            select(m.Step.message_id)
+            .where(m.Step.lead_id == lead.id, m.Step.state == StepState.SENT)
+            .order_by(m.Step.sent_at)
+        )
+    )
+    address = _addresses(uow, contact.id)[0]
+    recipient = enrollment_rows[0][1] if enrollment_rows else (contact.owner or "owner@unknown.invalid")
+    payload: dict[str, Any] = {
+        "product": product.name,
+        "campaigns": [name for name, _, _ in enrollment_rows],
+        "lead": {
+            "email": address,
+            "name": f"{contact.first_name} {contact.last_name}".strip(),
+            "company": contact.company,
+            "state": lead.reply_state,
+        },
+        "kind": reply.kind,
+        "subject": reply.subject,
+        "text": reply.text,
+        "thread": thread,
+        "cancelled_steps": outcome.cancelled,
+        "crossed": outcome.crossed,
+        "in_flight": outcome.in_flight,
+        "hold_reason": effect.hold_reason,
+        "recommendation": effect.recommendation,
+        "other_products": outcome.other_products,
+    }
+    notice = m.Notice(
+        workspace_id=uow.workspace_id,
+        lead_id=lead.id,
+        reply_id=reply.id,
+        recipient=recipient,
+        kind=f"reply:{reply.kind}",
+        payload=payload,
+        created_at=uow.clock.now(),
+    )
+    uow.session.add(notice)
+    uow.session.flush()
+    uow.add_event("notice_created", lead_id=lead.id, notice_id=notice.id, recipient=recipient)
+    return notice.id

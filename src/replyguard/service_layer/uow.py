@@ -1,0 +1,77 @@
+"""Unit of work: one use case, one transaction. Repositories and adapters never commit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from replyguard.adapters.db import models as m
+from replyguard.domain.clock import Clock
+
+
+class UnitOfWork:
+    """`with app.uow() as uow: ...; uow.commit()` — leaving the block without commit rolls back."""
+
+    def __init__(self, engine: Engine, clock: Clock, workspace_id: int) -> None:
+        self.engine = engine
+        self.clock = clock
+        self.workspace_id = workspace_id
+        self.postgres = engine.dialect.name == "postgresql"
+        self.session: Session
+
+    def __enter__(self) -> UnitOfWork:
+        self.session = Session(bind=self.engine, expire_on_commit=False)
+        self.session.begin()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if self.session.in_transaction():
+                self.session.rollback()
+        finally:
+            self.session.close()
+
+    def commit(self) -> None:
+        self.session.commit()
+
+    def lock_leads(self, lead_ids: Iterable[int]) -> None:
+        """Take the row locks that serialize every change of a lead's sendability.
+
+        The reply transaction, the guarded worker and recovery all lock the lead row first
+        (ids in ascending order, so two transactions never wait on each other in a cycle).
+        On SQLite the transaction already holds the database write lock (BEGIN IMMEDIATE).
+        """
+        ids = sorted(set(lead_ids))
+        if self.postgres and ids:
+            self.session.execute(
+                select(m.Lead.id).where(m.Lead.id.in_(ids)).order_by(m.Lead.id).with_for_update()
+            ).all()
+
+    def add_event(
+        self,
+        kind: str,
+        /,
+        *,
+        lead_id: int | None = None,
+        step_id: int | None = None,
+        **data: Any,
+    ) -> None:
+        self.session.add(
+            m.Event(
+                workspace_id=self.workspace_id,
+                lead_id=lead_id,
+                step_id=step_id,
+                kind=kind,
+                at=self.clock.now(),
+                data=data,
+            )
+        )

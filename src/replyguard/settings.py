@@ -1,0 +1,51 @@
+"""Settings read from the environment once, in the composition root."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+
+
+def _seconds(name: str, default: float) -> timedelta:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return timedelta(seconds=default)
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, got {raw!r}")
+    return timedelta(seconds=value)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    #: How long a claim stays valid before another worker may recover it. Must exceed the
+    #: transport timeout, or SQLite (which does not hold a lock across the call) would see
+    #: live sends as abandoned.
+    lease: timedelta = timedelta(minutes=5)
+    #: Backoff for transient transport errors: base * 2**(attempt-1), capped.
+    retry_base: timedelta = timedelta(minutes=2)
+    retry_cap: timedelta = timedelta(hours=2)
+    max_attempts: int = 8
+    claim_batch: int = 20
+    #: Out-of-office: pause when no return date is found, and the longest pause we trust.
+    default_pause: timedelta = timedelta(days=7)
+    max_pause: timedelta = timedelta(days=60)
+    public_url: str = "http://localhost:8000"
+    poll_interval: float = 1.0
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        defaults = cls()
+        return cls(
+            lease=_seconds("REPLYGUARD_LEASE_SECONDS", defaults.lease.total_seconds()),
+            retry_base=_seconds("REPLYGUARD_RETRY_BASE_SECONDS", defaults.retry_base.total_seconds()),
+            default_pause=_seconds(
+                "REPLYGUARD_DEFAULT_PAUSE_SECONDS", defaults.default_pause.total_seconds()
+            ),
+            max_pause=_seconds("REPLYGUARD_MAX_PAUSE_SECONDS", defaults.max_pause.total_seconds()),
+            public_url=os.environ.get("REPLYGUARD_PUBLIC_URL", defaults.public_url).rstrip("/"),
+        )
