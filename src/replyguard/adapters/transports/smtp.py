@@ -1,0 +1,394 @@
+"""SMTP delivery that knows exactly when the server may have taken the message.
+
+The moment that matters is the final CRLF.CRLF of DATA. Until it is fully written the
+server cannot have accepted the message, so any failure is safe to retry; once it is
+written, a lost reply means the message may be on its way and must never be resent
+blindly. `smtplib.sendmail` hides that moment, so the DATA phase is done here by hand.
+
+| where it fails                                         | outcome     |
+|--------------------------------------------------------|-------------|
+| connect, DNS, TLS, greeting, EHLO, STARTTLS, AUTH      | TRANSIENT   |
+| MAIL / RCPT / DATA command: 4xx, timeout, disconnect   | TRANSIENT   |
+| MAIL / RCPT / DATA command: 5xx (but 530, auth needed) | PERMANENT   |
+| `before_commit` raises (nothing sent yet)              | TRANSIENT   |
+| socket error while writing the content (dot unsent)    | TRANSIENT   |
+| reply to the final dot: 2xx / 4xx / 5xx                | ACCEPTED / TRANSIENT / PERMANENT |
+| reply to the final dot: timeout, reset, garbage        | UNKNOWN     |
+
+Session-level refusals (greeting, EHLO, STARTTLS, AUTH) are TRANSIENT even when they are
+5xx: they say nothing about this message, and calling them permanent would fail every
+step of every lead over one wrong password.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import smtplib
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, NoReturn
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+from replyguard.adapters.transports.base import BeforeCommitHook, Delivery, Outcome, Probe
+from replyguard.domain.addresses import normalize_address
+from replyguard.domain.outgoing import OutgoingEmail, message_bytes
+
+_log = logging.getLogger(__name__)
+
+StartTls = Literal["require", "auto", "off"]
+_OPTIONS = ("starttls", "timeout", "verify", "cafile", "ehlo")
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def redact_url(url: str) -> str:
+    """`url` with any password replaced by `***`, safe to show in messages and logs.
+
+    Everything before the last `@` counts as user info, so a password holding an unescaped
+    `/`, `?` or `#` (which would fool a URL parser) is hidden too.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    userinfo, _, hostpart = rest.rpartition("@")
+    user = re.split(r"[:/?#]", userinfo, maxsplit=1)[0]
+    return f"{scheme}://{user}:***@{hostpart}"
+
+
+@dataclass(frozen=True, slots=True)
+class SmtpSettings:
+    host: str
+    port: int
+    implicit_tls: bool = False
+    starttls: StartTls = "auto"
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    timeout: float = 30.0  # seconds, for each network wait (not the whole session)
+    verify: bool = True
+    cafile: str | None = None
+    ehlo_name: str | None = None  # None: smtplib uses the host's FQDN
+
+    @classmethod
+    def from_url(cls, url: str) -> SmtpSettings:
+        """Parse `smtp://user:pass@host:port?starttls=auto&timeout=30&verify=true`.
+
+        `smtps://` means implicit TLS. User and password are URL-decoded. Errors never
+        contain the password.
+        """
+        shown = redact_url(url)
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError:
+            raise ValueError(f"malformed SMTP URL {shown}") from None
+        if parts.scheme not in ("smtp", "smtps"):
+            raise ValueError(f"an SMTP URL starts with smtp:// or smtps://, got {shown}")
+        if not parts.hostname:
+            raise ValueError(f"SMTP URL has no host: {shown}")
+        if parts.path not in ("", "/") or parts.fragment:
+            raise ValueError(f"SMTP URL takes no path or fragment: {shown}")
+        implicit = parts.scheme == "smtps"
+        options = _parse_options(parts.query, shown)
+        if implicit and "starttls" in options:
+            raise ValueError(f"starttls does not apply to smtps:// (TLS from the start): {shown}")
+        return cls(
+            host=parts.hostname,
+            port=port or (465 if implicit else 587),
+            implicit_tls=implicit,
+            starttls=_starttls(options.get("starttls", "auto"), shown),
+            username=unquote(parts.username) if parts.username is not None else None,
+            password=unquote(parts.password) if parts.password is not None else None,
+            timeout=_timeout(options.get("timeout", "30"), shown),
+            verify=_flag(options.get("verify", "true"), "verify", shown),
+            cafile=options.get("cafile") or None,
+            ehlo_name=options.get("ehlo") or None,
+        )
+
+    def target(self) -> str:
+        """Where this connects, without the password: for logs, errors and repr."""
+        scheme = "smtps" if self.implicit_tls else "smtp"
+        user = f"{quote(self.username, safe='')}:***@" if self.username is not None else ""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{user}{host}:{self.port}"
+
+
+def _parse_options(query: str, shown: str) -> dict[str, str]:
+    pairs = parse_qsl(query, keep_blank_values=True)
+    options = dict(pairs)
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown SMTP URL option(s) {unknown} in {shown}; known: {_OPTIONS}")
+    if len(options) != len(pairs):
+        raise ValueError(f"an SMTP URL option is repeated in {shown}")
+    return options
+
+
+def _starttls(value: str, shown: str) -> StartTls:
+    if value == "require":
+        return "require"
+    if value == "off":
+        return "off"
+    if value == "auto":
+        return "auto"
+    raise ValueError(f"starttls must be require, auto or off in {shown}")
+
+
+def _timeout(value: str, shown: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < 3600:
+        raise ValueError(f"timeout must be a number of seconds in (0, 3600) in {shown}")
+    return seconds
+
+
+def _flag(value: str, name: str, shown: str) -> bool:
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ValueError(f"{name} must be true or false in {shown}")
+
+
+class _Stop(Exception):
+    """Ends a session early with a known outcome."""
+
+    def __init__(self, outcome: Outcome, detail: str) -> None:
+        super().__init__(detail)
+        self.delivery = Delivery(outcome, detail)
+
+
+def _refuse(stage: str, code: int, reply: bytes | str, *, session: bool = False) -> NoReturn:
+    text = reply.decode("utf-8", "replace") if isinstance(reply, bytes) else reply
+    # 530 is "authentication required" (RFC 4954): a configuration problem, wherever it comes.
+    permanent = 500 <= code < 600 and code != 530 and not session
+    outcome = Outcome.PERMANENT if permanent else Outcome.TRANSIENT
+    raise _Stop(outcome, f"{stage} refused: {code} {text}".strip())
+
+
+def wire_payload(data: bytes) -> bytes:
+    """`data` as DATA content: CRLF line ends, dot-stuffed, ending in CRLF.CRLF."""
+    data = re.sub(rb"\r\n|\r|\n", b"\r\n", data)
+    data = re.sub(rb"(?m)^\.", b"..", data)
+    if not data.endswith(b"\r\n"):
+        data += b"\r\n"
+    return data + b".\r\n"
+
+
+class SmtpTransport:
+    """One SMTP session per send: simple, and a broken connection can never be reused."""
+
+    can_probe = False
+
+    def __init__(
+        self,
+        settings: SmtpSettings | str,
+        *,
+        tls_context: ssl.SSLContext | None = None,
+        quit_timeout: float = 1.0,
+    ) -> None:
+        if isinstance(settings, str):
+            settings = SmtpSettings.from_url(settings)
+        self.settings = settings
+        self.quit_timeout = min(quit_timeout, settings.timeout)
+        self._tls = tls_context or _client_tls_context(settings)
+
+    def __repr__(self) -> str:
+        return f"SmtpTransport({self.settings.target()!r})"
+
+    def send(self, email: OutgoingEmail, before_commit: BeforeCommitHook | None = None) -> Delivery:
+        payload = wire_payload(message_bytes(email))
+        conn: smtplib.SMTP | None = None
+        polite = True
+        try:
+            conn = self._open()
+            delivery = self._transact(conn, email, payload, before_commit)
+            polite = delivery.outcome is not Outcome.UNKNOWN
+        except _Stop as stop:
+            delivery = stop.delivery
+        finally:
+            if conn is not None:
+                self._hang_up(conn, polite=polite)
+        delivery = Delivery(delivery.outcome, self._scrub(delivery.detail), delivery.ref)
+        _log.info(
+            "smtp send %s via %s: %s (%s)",
+            email.send_key,
+            self.settings.target(),
+            delivery.outcome,
+            delivery.detail,
+        )
+        return delivery
+
+    def probe(self, email: OutgoingEmail) -> Probe:
+        return Probe.UNKNOWN  # SMTP cannot prove that a message did not go out
+
+    def close(self) -> None:
+        return None
+
+    def _open(self) -> smtplib.SMTP:
+        s = self.settings
+        try:
+            if s.implicit_tls:
+                conn: smtplib.SMTP = smtplib.SMTP_SSL(
+                    s.host, s.port, s.ehlo_name, timeout=s.timeout, context=self._tls
+                )
+            else:
+                conn = smtplib.SMTP(s.host, s.port, s.ehlo_name, timeout=s.timeout)
+        except smtplib.SMTPConnectError as exc:
+            _refuse("greeting", exc.smtp_code, exc.smtp_error, session=True)
+        except (OSError, smtplib.SMTPException) as exc:
+            raise _Stop(Outcome.TRANSIENT, f"cannot connect to {s.target()}: {exc!r}") from None
+        try:
+            self._secure_and_login(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _secure_and_login(self, conn: smtplib.SMTP) -> None:
+        s = self.settings
+        try:
+            conn.ehlo_or_helo_if_needed()
+            if not s.implicit_tls and s.starttls != "off":
+                if conn.has_extn("starttls"):
+                    conn.starttls(context=self._tls)
+                    conn.ehlo_or_helo_if_needed()
+                elif s.starttls == "require":
+                    raise _Stop(Outcome.TRANSIENT, "server does not offer STARTTLS (required)")
+            if s.username is None:
+                return
+            encrypted = s.implicit_tls or isinstance(conn.sock, ssl.SSLSocket)
+            if not encrypted and s.starttls != "off":
+                raise _Stop(
+                    Outcome.TRANSIENT,
+                    "refusing to send credentials unencrypted: the server offers no"
+                    " STARTTLS (set starttls=off to allow it on a trusted network)",
+                )
+            _login(conn, s.username, s.password or "")
+        except smtplib.SMTPResponseException as exc:  # HELO, STARTTLS and AUTH errors
+            _refuse("session setup", exc.smtp_code, exc.smtp_error, session=True)
+        except (OSError, smtplib.SMTPException) as exc:
+            raise _Stop(Outcome.TRANSIENT, f"session setup failed: {exc!r}") from None
+
+    def _transact(
+        self,
+        conn: smtplib.SMTP,
+        email: OutgoingEmail,
+        payload: bytes,
+        before_commit: BeforeCommitHook | None,
+    ) -> Delivery:
+        sender = normalize_address(email.from_address)
+        recipient = normalize_address(email.to_address)
+        options = []
+        if not (sender + recipient).isascii():
+            if not conn.has_extn("smtputf8"):
+                raise _Stop(Outcome.PERMANENT, "address needs SMTPUTF8; the server lacks it")
+            options.append("SMTPUTF8")
+        if not payload.isascii() and conn.has_extn("8bitmime"):
+            options.append("BODY=8BITMIME")
+        self._command(conn, "MAIL FROM", lambda: conn.mail(sender, options))
+        self._command(conn, "RCPT TO", lambda: conn.rcpt(recipient))
+        if before_commit is not None:
+            try:
+                before_commit()
+            except Exception as exc:
+                raise _Stop(Outcome.TRANSIENT, f"aborted before DATA: {exc!r}") from None
+        self._command(conn, "DATA", lambda: _data_command(conn), expect=354)
+        return self._content(conn, payload)
+
+    def _command(
+        self,
+        conn: smtplib.SMTP,
+        stage: str,
+        call: Callable[[], tuple[int, bytes]],
+        expect: int | None = None,
+    ) -> None:
+        try:
+            code, reply = call()
+        except (OSError, smtplib.SMTPException) as exc:
+            raise _Stop(Outcome.TRANSIENT, f"connection lost at {stage}: {exc!r}") from None
+        if code == expect or (expect is None and 200 <= code < 300):
+            return
+        _refuse(stage, code, reply)
+
+    def _content(self, conn: smtplib.SMTP, payload: bytes) -> Delivery:
+        sock = conn.sock
+        if sock is None:
+            raise _Stop(Outcome.TRANSIENT, "connection closed before the message content")
+        try:
+            sock.sendall(payload)
+        except OSError as exc:
+            # sendall raised, so the last byte of CRLF.CRLF never left: nothing was accepted.
+            # Close without QUIT: a QUIT now would only be read as more message content.
+            conn.close()
+            raise _Stop(Outcome.TRANSIENT, f"connection lost sending content: {exc!r}") from None
+        try:
+            code, reply = conn.getreply()
+        except (OSError, smtplib.SMTPException) as exc:
+            return Delivery(Outcome.UNKNOWN, f"no reply after the final dot: {exc!r}")
+        text = reply.decode("utf-8", "replace")
+        if 200 <= code < 300:
+            return Delivery(Outcome.ACCEPTED, f"{code} {text}", ref=text)
+        if 400 <= code < 600:
+            outcome = Outcome.TRANSIENT if code < 500 else Outcome.PERMANENT
+            return Delivery(outcome, f"message refused: {code} {text}")
+        return Delivery(Outcome.UNKNOWN, f"unintelligible reply after the final dot: {code} {text}")
+
+    def _hang_up(self, conn: smtplib.SMTP, *, polite: bool) -> None:
+        """QUIT, best effort and briefly: the outcome is already decided."""
+        try:
+            if polite and conn.sock is not None:
+                conn.sock.settimeout(self.quit_timeout)
+                conn.quit()
+        except (OSError, smtplib.SMTPException):
+            pass
+        finally:
+            conn.close()
+
+    def _scrub(self, text: str) -> str:
+        """Remove the password (and its AUTH encodings) from text a server may have echoed."""
+        password, user = self.settings.password, self.settings.username or ""
+        if not password:
+            return text
+        forms = {
+            password,
+            quote(password, safe=""),
+            base64.b64encode(password.encode()).decode(),
+            base64.b64encode(f"\0{user}\0{password}".encode()).decode(),
+        }
+        for form in sorted(forms, key=len, reverse=True):
+            text = text.replace(form, "***")
+        return text
+
+
+def _login(conn: smtplib.SMTP, username: str, password: str) -> None:
+    """AUTH with smtplib's choice of mechanism, or PLAIN in UTF-8 (RFC 4954) when needed.
+
+    smtplib encodes credentials as ASCII, so a password like "wörd" needs PLAIN by hand.
+    """
+    if (username + password).isascii():
+        conn.login(username, password)
+        return
+    if not conn.has_extn("auth") or "PLAIN" not in conn.esmtp_features["auth"].upper().split():
+        raise _Stop(Outcome.TRANSIENT, "non-ASCII credentials need AUTH PLAIN; server lacks it")
+    token = base64.b64encode(f"\0{username}\0{password}".encode()).decode("ascii")
+    code, reply = conn.docmd("AUTH", f"PLAIN {token}")
+    if code != 235:
+        raise smtplib.SMTPAuthenticationError(code, reply)
+
+
+def _data_command(conn: smtplib.SMTP) -> tuple[int, bytes]:
+    conn.putcmd("data")
+    return conn.getreply()
+
+
+def _client_tls_context(settings: SmtpSettings) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=settings.cafile)
+    if not settings.verify:
+        # Only for a lab server with a self-signed certificate: the URL says verify=false.
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
