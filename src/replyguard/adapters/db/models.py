@@ -166,7 +166,9 @@ class Lead(Base):
     product_id: Mapped[int] = mapped_column(ForeignKey("products.id"), index=True)
     reply_state: Mapped[str] = mapped_column(String(20), default="active")
     reply_state_updated_at: Mapped[datetime]
-    last_reply_id: Mapped[int | None] = mapped_column(ForeignKey("replies.id", use_alter=True))
+    # No foreign key: leads and replies reference each other, and a cycle of constraints
+    # cannot be created portably (SQLite has no ALTER TABLE ADD CONSTRAINT).
+    last_reply_id: Mapped[int | None] = mapped_column(Id)
     paused_until: Mapped[datetime | None]
     hold_reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]

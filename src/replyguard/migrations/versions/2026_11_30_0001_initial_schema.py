@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-30 03:21:37.864610
+Create Date: 2026-11-30 03:28:14.147597
 """
 
 from __future__ import annotations
@@ -88,9 +88,7 @@ def upgrade() -> None:
         sa.Column("reason", sa.String(length=40), nullable=False),
         sa.Column("created_at", replyguard.adapters.db.models.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
-            ["workspace_id"],
-            ["workspaces.id"],
-            name=op.f("fk_suppressions_workspace_id_workspaces"),
+            ["workspace_id"], ["workspaces.id"], name=op.f("fk_suppressions_workspace_id_workspaces")
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_suppressions")),
         sa.UniqueConstraint("workspace_id", "address", name=op.f("uq_suppressions_workspace_id_address")),
@@ -139,9 +137,7 @@ def upgrade() -> None:
             ["contact_id"], ["contacts.id"], name=op.f("fk_contact_addresses_contact_id_contacts")
         ),
         sa.ForeignKeyConstraint(
-            ["workspace_id"],
-            ["workspaces.id"],
-            name=op.f("fk_contact_addresses_workspace_id_workspaces"),
+            ["workspace_id"], ["workspaces.id"], name=op.f("fk_contact_addresses_workspace_id_workspaces")
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_contact_addresses")),
         sa.UniqueConstraint(
@@ -159,21 +155,13 @@ def upgrade() -> None:
         sa.Column("product_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("reply_state", sa.String(length=20), nullable=False),
         sa.Column(
-            "reply_state_updated_at",
-            replyguard.adapters.db.models.UTCDateTime(timezone=True),
-            nullable=False,
+            "reply_state_updated_at", replyguard.adapters.db.models.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column("last_reply_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=True),
         sa.Column("paused_until", replyguard.adapters.db.models.UTCDateTime(timezone=True), nullable=True),
         sa.Column("hold_reason", sa.Text(), nullable=True),
         sa.Column("created_at", replyguard.adapters.db.models.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["contact_id"], ["contacts.id"], name=op.f("fk_leads_contact_id_contacts")),
-        sa.ForeignKeyConstraint(
-            ["last_reply_id"],
-            ["replies.id"],
-            name=op.f("fk_leads_last_reply_id_replies"),
-            use_alter=True,
-        ),
         sa.ForeignKeyConstraint(["product_id"], ["products.id"], name=op.f("fk_leads_product_id_products")),
         sa.ForeignKeyConstraint(
             ["workspace_id"], ["workspaces.id"], name=op.f("fk_leads_workspace_id_workspaces")
@@ -199,9 +187,7 @@ def upgrade() -> None:
             ["campaign_id"], ["campaigns.id"], name=op.f("fk_campaign_steps_campaign_id_campaigns")
         ),
         sa.ForeignKeyConstraint(
-            ["workspace_id"],
-            ["workspaces.id"],
-            name=op.f("fk_campaign_steps_workspace_id_workspaces"),
+            ["workspace_id"], ["workspaces.id"], name=op.f("fk_campaign_steps_workspace_id_workspaces")
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_campaign_steps")),
         sa.UniqueConstraint("campaign_id", "position", name=op.f("uq_campaign_steps_campaign_id_position")),
@@ -247,9 +233,7 @@ def upgrade() -> None:
         sa.Column("processed_at", replyguard.adapters.db.models.UTCDateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(["lead_id"], ["leads.id"], name=op.f("fk_inbound_messages_lead_id_leads")),
         sa.ForeignKeyConstraint(
-            ["workspace_id"],
-            ["workspaces.id"],
-            name=op.f("fk_inbound_messages_workspace_id_workspaces"),
+            ["workspace_id"], ["workspaces.id"], name=op.f("fk_inbound_messages_workspace_id_workspaces")
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_inbound_messages")),
         sa.UniqueConstraint(
@@ -264,11 +248,7 @@ def upgrade() -> None:
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("workspace_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("lead_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
-        sa.Column(
-            "inbound_message_id",
-            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-            nullable=True,
-        ),
+        sa.Column("inbound_message_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=True),
         sa.Column("kind", sa.String(length=20), nullable=False),
         sa.Column("from_address", sa.String(length=320), nullable=True),
         sa.Column("subject", sa.Text(), nullable=True),
@@ -339,9 +319,7 @@ def upgrade() -> None:
         sa.Column("sent_at", replyguard.adapters.db.models.UTCDateTime(timezone=True), nullable=True),
         sa.Column("updated_at", replyguard.adapters.db.models.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
-            ["campaign_step_id"],
-            ["campaign_steps.id"],
-            name=op.f("fk_steps_campaign_step_id_campaign_steps"),
+            ["campaign_step_id"], ["campaign_steps.id"], name=op.f("fk_steps_campaign_step_id_campaign_steps")
         ),
         sa.ForeignKeyConstraint(
             ["enrollment_id"], ["enrollments.id"], name=op.f("fk_steps_enrollment_id_enrollments")
@@ -397,9 +375,7 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(["lead_id"], ["leads.id"], name=op.f("fk_outbound_messages_lead_id_leads")),
         sa.ForeignKeyConstraint(["step_id"], ["steps.id"], name=op.f("fk_outbound_messages_step_id_steps")),
         sa.ForeignKeyConstraint(
-            ["workspace_id"],
-            ["workspaces.id"],
-            name=op.f("fk_outbound_messages_workspace_id_workspaces"),
+            ["workspace_id"], ["workspaces.id"], name=op.f("fk_outbound_messages_workspace_id_workspaces")
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_outbound_messages")),
         sa.UniqueConstraint("message_id", name=op.f("uq_outbound_messages_message_id")),

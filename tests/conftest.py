@@ -1,0 +1,202 @@
+"""Shared fixtures: the same tests run on SQLite and PostgreSQL.
+
+PostgreSQL is found at REPLYGUARD_TEST_PG_URL (default: the local server with trust auth).
+If it is not reachable, a throwaway cluster is started when PostgreSQL's binaries exist;
+otherwise the PostgreSQL cases are skipped and the summary says so. With
+REPLYGUARD_REQUIRE_PG=1 (set by .ci/run) a missing PostgreSQL fails the run instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+
+from replyguard.adapters.db.engine import make_engine
+from replyguard.adapters.db.migrate import upgrade
+from replyguard.adapters.db.models import Base
+from replyguard.adapters.transports.maildir import MaildirTransport
+from replyguard.bootstrap import App
+from replyguard.domain.clock import FixedClock
+from replyguard.service_layer.failpoints import Failpoints
+from replyguard.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+_PG_STATE: dict[str, str | None] = {}
+
+
+def _pg_reachable(url: str) -> bool:
+    try:
+        engine = create_engine(url, connect_args={"connect_timeout": 3})
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        engine.dispose()
+        return True
+    except Exception:
+        return False
+
+
+def _throwaway_cluster() -> str | None:
+    """Start a private PostgreSQL when its binaries exist (a developer's machine)."""
+    candidates = [shutil.which("initdb")] + sorted(
+        str(p) for p in Path("/usr/lib/postgresql").glob("*/bin/initdb")
+    )
+    initdb = next((c for c in candidates if c), None)
+    if initdb is None or os.geteuid() == 0:
+        return None
+    bindir = Path(initdb).parent
+    data = Path(tempfile.mkdtemp(prefix="rg-pg-"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    try:
+        subprocess.run(
+            [initdb, "-D", str(data), "-A", "trust", "-U", "postgres"], check=True, capture_output=True
+        )
+        subprocess.run(
+            [
+                str(bindir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-w",
+                "-l",
+                str(data / "log"),
+                "-o",
+                f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c max_connections=200",
+                "start",
+            ],
+            check=True,
+            capture_output=True,
+        )
+    except (subprocess.CalledProcessError, OSError):
+        return None
+    return f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+
+
+def pg_admin_url() -> str | None:
+    if "url" not in _PG_STATE:
+        url = os.environ.get("REPLYGUARD_TEST_PG_URL", DEFAULT_PG)
+        if not _pg_reachable(url):
+            url = _throwaway_cluster()  # type: ignore[assignment]
+        _PG_STATE["url"] = url
+    return _PG_STATE["url"]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if os.environ.get("REPLYGUARD_REQUIRE_PG") == "1" and pg_admin_url() is None:
+        raise pytest.UsageError("REPLYGUARD_REQUIRE_PG=1 but PostgreSQL is not reachable")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _PG_STATE.get("url", "") is None:
+        terminalreporter.write_line(
+            "PostgreSQL was not reachable: every PostgreSQL case (concurrency, races) was SKIPPED. "
+            "Set REPLYGUARD_TEST_PG_URL to run them.",
+            yellow=True,
+            bold=True,
+        )
+
+
+def _worker_db_name(worker_id: str) -> str:
+    return f"rg_test_{worker_id}".replace("-", "_")
+
+
+@pytest.fixture(scope="session")
+def pg_url(worker_id: str) -> Iterator[str]:
+    """A migrated database of this xdist worker's own."""
+    admin = pg_admin_url()
+    if admin is None:
+        pytest.skip("PostgreSQL not reachable")
+    name = _worker_db_name(worker_id)
+    engine = create_engine(admin, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = admin.rsplit("/", 1)[0] + f"/{name}"
+    migrated = make_engine(url)
+    upgrade(migrated)
+    migrated.dispose()
+    yield url
+    with engine.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    engine = make_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    engine.dispose()  # the last connection to close checkpoints the WAL into the file
+    return path
+
+
+def _truncate(url: str) -> None:
+    engine = make_engine(url)
+    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> str:
+    """An empty, migrated database: a fresh SQLite file, or the worker's PostgreSQL database truncated."""
+    if request.param == "sqlite":
+        if request.node.get_closest_marker("postgres_only"):
+            pytest.skip("needs PostgreSQL's row locks")
+        path = tmp_path / "replyguard.db"
+        shutil.copy(sqlite_template, path)
+        return f"sqlite:///{path}"
+    url = request.getfixturevalue("pg_url")
+    _truncate(url)
+    return str(url)
+
+
+@pytest.fixture
+def pg_only_url(pg_url: str) -> str:
+    _truncate(pg_url)
+    return pg_url
+
+
+START = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)  # Monday 06:00 UTC: before every window opens
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock(START)
+
+
+def build_app(url: str, clock: FixedClock, outbox: Path, **settings: object) -> App:
+    app = App(
+        engine=make_engine(url),
+        clock=clock,
+        settings=Settings(**settings),  # type: ignore[arg-type]
+        transport_spec=f"maildir:{outbox}",
+        failpoints=Failpoints(),
+    )
+    app.init_database()
+    app.use_transport(MaildirTransport(outbox))
+    return app
+
+
+@pytest.fixture
+def app(db_url: str, clock: FixedClock, tmp_path: Path) -> Iterator[App]:
+    instance = build_app(db_url, clock, tmp_path / "outbox")
+    yield instance
+    instance.close()
+
+
+@pytest.fixture
+def engine(app: App) -> Engine:
+    return app.engine
