@@ -20,6 +20,7 @@ NAMES = (
     "after_claim",
     "after_recheck",
     "after_marker",
+    "before_data",
     "after_transport",
     "before_record_commit",
     "inside_reply_tx",

@@ -267,6 +267,7 @@ class Worker:
                 def still_locked() -> None:
                     # Raises if our session, and with it the lead lock, is gone: then the
                     # transport must not start the point of no return.
+                    self.app.failpoints.hit("before_data")
                     conn.execute(text("SELECT 1"))
 
                 delivery = self.transport.send(email, before_commit=still_locked)
@@ -291,7 +292,7 @@ class Worker:
             email = self._email(conn, claim.step_id)
             self._mark_sending(conn, claim, email)
         self.app.failpoints.hit("after_marker")
-        delivery = self.transport.send(email)
+        delivery = self.transport.send(email, before_commit=lambda: self.app.failpoints.hit("before_data"))
         self.app.failpoints.hit("after_transport")
         return self._record_fresh(claim, delivery)
 
