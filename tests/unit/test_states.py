@@ -1,0 +1,136 @@
+"""The reply-state and step-state machines: who may move a lead where, and which moves are refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from replyguard.domain.states import (
+    CANCELLABLE,
+    TERMINAL,
+    Actor,
+    IllegalTransition,
+    ReplyState,
+    StepState,
+    allowed_reply_moves,
+    check_reply_move,
+    check_step_move,
+)
+
+R = ReplyState
+S = StepState
+SYSTEM, PERSON = Actor.SYSTEM, Actor.PERSON
+
+
+@pytest.mark.parametrize(
+    ("current", "target"),
+    [
+        (R.ACTIVE, R.REPLIED),
+        (R.ACTIVE, R.OUT_OF_OFFICE),
+        (R.ACTIVE, R.HELD),
+        (R.ACTIVE, R.BOUNCED),
+        (R.ACTIVE, R.UNSUBSCRIBED),
+        (R.OUT_OF_OFFICE, R.ACTIVE),  # the pause ended on its own
+        (R.OUT_OF_OFFICE, R.REPLIED),
+        (R.HELD, R.REPLIED),
+        (R.REPLIED, R.UNSUBSCRIBED),
+        (R.BOUNCED, R.REPLIED),
+        (R.STOPPED, R.REPLIED),
+        (R.UNSUBSCRIBED, R.UNSUBSCRIBED),
+    ],
+)
+def test_system_may_make_these_moves(current: ReplyState, target: ReplyState) -> None:
+    check_reply_move(current, target, SYSTEM)
+    check_reply_move(current, target, PERSON)  # whatever the machine may do, a person may too
+
+
+@pytest.mark.parametrize(
+    ("current", "target"),
+    [
+        (R.REPLIED, R.ACTIVE),
+        (R.HELD, R.ACTIVE),
+        (R.BOUNCED, R.ACTIVE),
+        (R.STOPPED, R.ACTIVE),
+        (R.ACTIVE, R.STOPPED),
+        (R.HELD, R.OUT_OF_OFFICE),
+    ],
+)
+def test_only_a_person_may_make_these_moves(current: ReplyState, target: ReplyState) -> None:
+    with pytest.raises(IllegalTransition, match=f"from {current} to {target} by system"):
+        check_reply_move(current, target, SYSTEM)
+    check_reply_move(current, target, PERSON)
+
+
+@pytest.mark.parametrize("actor", list(Actor))
+@pytest.mark.parametrize("target", [s for s in ReplyState if s is not R.UNSUBSCRIBED])
+def test_unsubscribed_never_leaves(actor: Actor, target: ReplyState) -> None:
+    with pytest.raises(IllegalTransition):
+        check_reply_move(R.UNSUBSCRIBED, target, actor)
+
+
+def test_the_only_automatic_way_back_to_active_is_the_end_of_a_pause() -> None:
+    back = [s for s in ReplyState if s is not R.ACTIVE and R.ACTIVE in allowed_reply_moves(s, SYSTEM)]
+    assert back == [R.OUT_OF_OFFICE]
+
+
+def test_the_machine_never_stops_a_lead() -> None:
+    assert all(R.STOPPED not in allowed_reply_moves(s, SYSTEM) for s in ReplyState if s is not R.STOPPED)
+
+
+def test_every_state_has_a_row_for_both_actors() -> None:
+    for state in ReplyState:
+        for actor in Actor:
+            assert isinstance(allowed_reply_moves(state, actor), frozenset)
+
+
+@pytest.mark.parametrize(
+    ("current", "target"),
+    [
+        (S.AWAITING_APPROVAL, S.SCHEDULED),
+        (S.AWAITING_APPROVAL, S.CANCELLED),
+        (S.SCHEDULED, S.CLAIMED),
+        (S.SCHEDULED, S.CANCELLED),
+        (S.CLAIMED, S.SENDING),
+        (S.CLAIMED, S.SCHEDULED),
+        (S.CLAIMED, S.CANCELLED),
+        (S.SENDING, S.SENT),
+        (S.SENDING, S.SCHEDULED),
+        (S.SENDING, S.FAILED),
+        (S.SENDING, S.UNKNOWN),
+        (S.UNKNOWN, S.SENT),
+        (S.UNKNOWN, S.CANCELLED),
+    ],
+)
+def test_allowed_step_moves(current: StepState, target: StepState) -> None:
+    check_step_move(current, target)
+
+
+@pytest.mark.parametrize(
+    ("current", "target"),
+    [
+        (S.AWAITING_APPROVAL, S.CLAIMED),  # approval cannot be skipped
+        (S.AWAITING_APPROVAL, S.SENDING),
+        (S.SCHEDULED, S.SENDING),  # no send without a claim
+        (S.SCHEDULED, S.SENT),
+        (S.CLAIMED, S.SENT),  # no acceptance without the durable marker
+        (S.SENT, S.SCHEDULED),
+        (S.SENT, S.CANCELLED),
+        (S.CANCELLED, S.SCHEDULED),
+        (S.FAILED, S.SCHEDULED),
+        (S.UNKNOWN, S.SCHEDULED),  # an unknown outcome is never resent blindly
+        (S.UNKNOWN, S.SENDING),
+    ],
+)
+def test_illegal_step_moves(current: StepState, target: StepState) -> None:
+    with pytest.raises(IllegalTransition, match=f"from {current} to {target}"):
+        check_step_move(current, target)
+
+
+def test_cancellable_and_terminal_sets() -> None:
+    assert {S.AWAITING_APPROVAL, S.SCHEDULED, S.CLAIMED} == CANCELLABLE
+    assert S.SENDING not in CANCELLABLE  # an in-flight send is marked, not cancelled
+    assert not CANCELLABLE & TERMINAL
+    for state in (S.SENT, S.CANCELLED, S.FAILED):
+        assert state in TERMINAL
+        for target in StepState:
+            with pytest.raises(IllegalTransition):
+                check_step_move(state, target)
