@@ -78,7 +78,8 @@ class SendWindow:
             if day.weekday() not in self.days:
                 continue
             opening = _local(day, self.start, zone)
-            if opening >= instant:
+            # A window that lies wholly inside a DST gap does not open that day at all.
+            if opening >= instant and self.contains(opening, zone):
                 return opening
         raise AssertionError("a non-empty weekly window always opens within 8 days")
 
