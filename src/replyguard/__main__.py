@@ -1,0 +1,5 @@
+"""`python -m replyguard`: the same CLI as the `replyguard` script."""
+
+from replyguard.entrypoints.cli.app import main
+
+main()
