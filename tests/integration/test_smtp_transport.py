@@ -198,6 +198,17 @@ def test_a_silent_server_times_out_before_data_as_transient() -> None:
     assert time.monotonic() - started < 3
 
 
+def test_the_timeout_bounds_the_whole_send_not_each_wait() -> None:
+    # Each answer comes well within the timeout, but together they overrun it.
+    with RecordingSmtpServer(command_delay=0.4) as slow:
+        started = time.monotonic()
+        delivery = transport_for(slow, timeout=FAST).send(make_email())
+        elapsed = time.monotonic() - started
+        assert delivery.outcome is Outcome.TRANSIENT, delivery
+        assert elapsed < FAST + 0.5
+        assert slow.accepted() == []
+
+
 def test_drop_while_the_content_is_being_written_is_transient() -> None:
     # Bigger than every socket buffer on the way, so the drop lands while we still write.
     big_body = ("x" * 76 + "\n") * 300_000  # about 23 MB

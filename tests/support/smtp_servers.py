@@ -136,9 +136,11 @@ class _Session(SMTP):
             await self.push("530 5.7.0 Authentication required")
             return
         self.behaviour = self.owner._next_behaviour()
+        await asyncio.sleep(self.owner.command_delay)
         await super().smtp_MAIL(arg)
 
     async def smtp_RCPT(self, arg: str | None) -> None:
+        await asyncio.sleep(self.owner.command_delay)
         if self.behaviour is Behaviour.TEMPFAIL_RCPT:
             await self.push("451 4.3.0 Try again later (test server)")
         elif self.behaviour is Behaviour.REJECT_RCPT:
@@ -150,6 +152,7 @@ class _Session(SMTP):
         self.data_at = time.time()
         with self.owner._lock:
             self.owner.data_commands += 1
+        await asyncio.sleep(self.owner.command_delay)
         if self.behaviour is Behaviour.TEMPFAIL_DATA:
             await self.push("451 4.3.0 Not now (test server)")
         elif self.behaviour is Behaviour.REJECT_DATA:
@@ -209,7 +212,8 @@ class SmtpTestServer:
     """A loopback SMTP server whose behaviour per mail transaction is set by the test.
 
     `auth=(user, password)` requires AUTH; `tls=CertPair` offers STARTTLS (or, with
-    `implicit_tls=True`, speaks TLS from the first byte, as for smtps://).
+    `implicit_tls=True`, speaks TLS from the first byte, as for smtps://). `command_delay`
+    makes a slow server: each of MAIL, RCPT and DATA waits that long before its answer.
     """
 
     default_behaviour = Behaviour.ACCEPT
@@ -223,6 +227,7 @@ class SmtpTestServer:
         auth: tuple[str, str] | None = None,
         tls: CertPair | None = None,
         implicit_tls: bool = False,
+        command_delay: float = 0.0,
     ) -> None:
         self.behaviour = behaviour or self.default_behaviour
         self.schedule = schedule
@@ -230,6 +235,7 @@ class SmtpTestServer:
         self.auth = auth
         self.tls = tls
         self.implicit_tls = implicit_tls
+        self.command_delay = command_delay  # seconds before answering MAIL, RCPT and DATA
         self.messages: list[ReceivedMessage] = []
         self.transactions: list[Behaviour] = []  # the behaviour each MAIL FROM got
         self.data_commands = 0  # DATA commands received, answered or not

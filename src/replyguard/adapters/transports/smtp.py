@@ -9,6 +9,7 @@ blindly. `smtplib.sendmail` hides that moment, so the DATA phase is done here by
 |--------------------------------------------------------|-------------|
 | connect, DNS, TLS, greeting, EHLO, STARTTLS, AUTH      | TRANSIENT   |
 | MAIL / RCPT / DATA command: 4xx, timeout, disconnect   | TRANSIENT   |
+| the time budget runs out before the content is written | TRANSIENT   |
 | MAIL / RCPT / DATA command: 5xx (but 530, auth needed) | PERMANENT   |
 | `before_commit` raises (nothing sent yet)              | TRANSIENT   |
 | socket error while writing the content (dot unsent)    | TRANSIENT   |
@@ -18,6 +19,10 @@ blindly. `smtplib.sendmail` hides that moment, so the DATA phase is done here by
 Session-level refusals (greeting, EHLO, STARTTLS, AUTH) are TRANSIENT even when they are
 5xx: they say nothing about this message, and calling them permanent would fail every
 step of every lead over one wrong password.
+
+`timeout` is a budget for the whole send, from connect to the reply to the final dot (each
+wait gets what is left), so a slow server cannot hold the worker's lead lock much longer
+than it; the best-effort QUIT afterwards adds at most `quit_timeout`.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import logging
 import re
 import smtplib
 import ssl
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, NoReturn
@@ -65,7 +71,7 @@ class SmtpSettings:
     starttls: StartTls = "auto"
     username: str | None = None
     password: str | None = field(default=None, repr=False)
-    timeout: float = 30.0  # seconds, for each network wait (not the whole session)
+    timeout: float = 30.0  # seconds for the whole send, connect to the final reply
     verify: bool = True
     cafile: str | None = None
     ehlo_name: str | None = None  # None: smtplib uses the host's FQDN
@@ -203,9 +209,10 @@ class SmtpTransport:
         payload = wire_payload(message_bytes(email))
         conn: smtplib.SMTP | None = None
         polite = True
+        deadline = time.monotonic() + self.settings.timeout
         try:
-            conn = self._open()
-            delivery = self._transact(conn, email, payload, before_commit)
+            conn = self._open(deadline)
+            delivery = self._transact(conn, email, payload, before_commit, deadline)
             polite = delivery.outcome is not Outcome.UNKNOWN
         except _Stop as stop:
             delivery = stop.delivery
@@ -228,7 +235,7 @@ class SmtpTransport:
     def close(self) -> None:
         return None
 
-    def _open(self) -> smtplib.SMTP:
+    def _open(self, deadline: float) -> smtplib.SMTP:
         s = self.settings
         try:
             if s.implicit_tls:
@@ -242,19 +249,22 @@ class SmtpTransport:
         except (OSError, smtplib.SMTPException) as exc:
             raise _Stop(Outcome.TRANSIENT, f"cannot connect to {s.target()}: {exc!r}") from None
         try:
-            self._secure_and_login(conn)
+            self._secure_and_login(conn, deadline)
         except BaseException:
             conn.close()
             raise
         return conn
 
-    def _secure_and_login(self, conn: smtplib.SMTP) -> None:
+    def _secure_and_login(self, conn: smtplib.SMTP, deadline: float) -> None:
         s = self.settings
         try:
+            _arm(conn, deadline, "EHLO")
             conn.ehlo_or_helo_if_needed()
             if not s.implicit_tls and s.starttls != "off":
                 if conn.has_extn("starttls"):
+                    _arm(conn, deadline, "STARTTLS")
                     conn.starttls(context=self._tls)
+                    _arm(conn, deadline, "EHLO")
                     conn.ehlo_or_helo_if_needed()
                 elif s.starttls == "require":
                     raise _Stop(Outcome.TRANSIENT, "server does not offer STARTTLS (required)")
@@ -267,6 +277,7 @@ class SmtpTransport:
                     "refusing to send credentials unencrypted: the server offers no"
                     " STARTTLS (set starttls=off to allow it on a trusted network)",
                 )
+            _arm(conn, deadline, "AUTH")
             _login(conn, s.username, s.password or "")
         except smtplib.SMTPResponseException as exc:  # HELO, STARTTLS and AUTH errors
             _refuse("session setup", exc.smtp_code, exc.smtp_error, session=True)
@@ -279,6 +290,7 @@ class SmtpTransport:
         email: OutgoingEmail,
         payload: bytes,
         before_commit: BeforeCommitHook | None,
+        deadline: float,
     ) -> Delivery:
         sender = normalize_address(email.from_address)
         recipient = normalize_address(email.to_address)
@@ -289,23 +301,25 @@ class SmtpTransport:
             options.append("SMTPUTF8")
         if not payload.isascii() and conn.has_extn("8bitmime"):
             options.append("BODY=8BITMIME")
-        self._command(conn, "MAIL FROM", lambda: conn.mail(sender, options))
-        self._command(conn, "RCPT TO", lambda: conn.rcpt(recipient))
+        self._command(conn, "MAIL FROM", lambda: conn.mail(sender, options), deadline)
+        self._command(conn, "RCPT TO", lambda: conn.rcpt(recipient), deadline)
         if before_commit is not None:
             try:
                 before_commit()
             except Exception as exc:
                 raise _Stop(Outcome.TRANSIENT, f"aborted before DATA: {exc!r}") from None
-        self._command(conn, "DATA", lambda: _data_command(conn), expect=354)
-        return self._content(conn, payload)
+        self._command(conn, "DATA", lambda: _data_command(conn), deadline, expect=354)
+        return self._content(conn, payload, deadline)
 
     def _command(
         self,
         conn: smtplib.SMTP,
         stage: str,
         call: Callable[[], tuple[int, bytes]],
+        deadline: float,
         expect: int | None = None,
     ) -> None:
+        _arm(conn, deadline, stage)
         try:
             code, reply = call()
         except (OSError, smtplib.SMTPException) as exc:
@@ -314,10 +328,11 @@ class SmtpTransport:
             return
         _refuse(stage, code, reply)
 
-    def _content(self, conn: smtplib.SMTP, payload: bytes) -> Delivery:
+    def _content(self, conn: smtplib.SMTP, payload: bytes, deadline: float) -> Delivery:
         sock = conn.sock
         if sock is None:
             raise _Stop(Outcome.TRANSIENT, "connection closed before the message content")
+        _arm(conn, deadline, "the message content")
         try:
             sock.sendall(payload)
         except OSError as exc:
@@ -326,6 +341,7 @@ class SmtpTransport:
             conn.close()
             raise _Stop(Outcome.TRANSIENT, f"connection lost sending content: {exc!r}") from None
         try:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
             code, reply = conn.getreply()
         except (OSError, smtplib.SMTPException) as exc:
             return Delivery(Outcome.UNKNOWN, f"no reply after the final dot: {exc!r}")
@@ -362,6 +378,15 @@ class SmtpTransport:
         for form in sorted(forms, key=len, reverse=True):
             text = text.replace(form, "***")
         return text
+
+
+def _arm(conn: smtplib.SMTP, deadline: float, stage: str) -> None:
+    """Give the next network wait what is left of the send's budget; none left: stop."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise _Stop(Outcome.TRANSIENT, f"out of time before {stage}")
+    if conn.sock is not None:
+        conn.sock.settimeout(remaining)
 
 
 def _login(conn: smtplib.SMTP, username: str, password: str) -> None:
