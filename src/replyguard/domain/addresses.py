@@ -10,7 +10,9 @@ import re
 from email.headerregistry import Address
 from email.utils import parseaddr
 
-_FORBIDDEN = re.compile(r"[\r\n\x00]")
+# Every character str.splitlines() breaks on: the email package refuses them all in a header,
+# so letting one through here would crash the send instead of rejecting the input.
+_FORBIDDEN = re.compile(r"[\r\n\x00\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # Deliberately simple: one @, a dot in the domain, no spaces or angle brackets. Deliverability
 # is decided by the receiving server, not by a regex.
 _ADDRESS = re.compile(
