@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError, meta
+from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
 
 STANDARD_FIELDS: frozenset[str] = frozenset(
@@ -57,3 +58,6 @@ def render(source: str, values: Mapping[str, str | None], where: str) -> str:
         return _ENV.from_string(source).render(**{k: v for k, v in values.items() if v})
     except UndefinedError as exc:  # pragma: no cover - guarded by the check above
         raise TemplateError(f"{where}: {exc.message}") from exc
+    except SecurityError as exc:
+        # The sandbox refused an attribute trick (`''.__class__`): a bad template, not a crash.
+        raise TemplateError(f"{where}: not allowed in a template: {exc.message}") from exc
