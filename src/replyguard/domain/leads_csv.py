@@ -73,9 +73,10 @@ def read_leads(data: bytes) -> Iterator[LeadRow | RowError]:
     if bad:
         raise LeadFileError(f"column name(s) {bad} cannot be used in templates: use letters, digits and _")
     seen: dict[str, int] = {}
-    line = 1
+    end = reader.line_num
     for record in reader:
-        line = reader.line_num
+        # Report the line a record starts on: a quoted field may span several lines.
+        line, end = end + 1, reader.line_num
         if not any(cell.strip() for cell in record):
             continue
         yield _row(header, record, line, seen)
