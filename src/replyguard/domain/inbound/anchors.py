@@ -1,0 +1,137 @@
+"""Keyword anchors that introduce an out-of-office date, per language.
+
+Each anchor's pattern ends where the date should start. `kind` says what the date means:
+"back" (the first day back), "until" (the last day away, or ambiguous), "until_incl" (the
+last day away, stated inclusively), "out" (a day the person is away: weakest evidence).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    lang: str
+    kind: str
+    pattern: re.Pattern[str]
+
+
+def _a(lang: str, kind: str, src: str) -> Anchor:
+    return Anchor(lang, kind, re.compile(src, re.IGNORECASE))
+
+
+_WEEKDAY_GAP = r"(?:[^\W\d_]{2,12},?\s+)?"  # "on Monday, July 22": the weekday is optional
+
+ANCHORS: tuple[Anchor, ...] = (
+    # English
+    _a("en", "back", r"\bnot (?:be )?(?:back|return(?:ing)?|in the office)\s+(?:until|before)\s+"),
+    _a(
+        "en",
+        "back",
+        r"\b(?:back|return|returning|be back|in the office|available again|"
+        r"reachable again)\s+(?:to (?:the|my) (?:office|desk)\s+|in (?:the )?office\s+)?"
+        r"(?:on|by|from|at)?\s*",
+    ),
+    _a("en", "until_incl", r"\b(?:through|thru|up to and including|until and including)\s+"),
+    _a("en", "until", r"\b(?:until|till|til|untill)\s+"),
+    _a("en", "out", r"\bout of (?:the )?office\s+(?:on\s+)?"),
+    # German
+    _a(
+        "de",
+        "until_incl",
+        r"\bbis\s+(?:einschließlich|einschl\.|inklusive|inkl\.)\s+"
+        r"(?:zum\s+|den\s+)?",
+    ),
+    _a("de", "until", r"\bbis\s+(?:zum\s+|am\s+|einschl\w*\s+)?"),
+    _a("de", "back", r"\b(?:ab|ab dem|ab den|am)\s+(?=[^.\n]{0,45}\b(?:wieder|zurück)\b)"),
+    _a(
+        "de",
+        "back",
+        r"\b(?:wieder|zurück)\s+(?:im büro\s+|erreichbar\s+|da\s+)?(?:am|ab)\s+"
+        r"(?:dem\s+)?",
+    ),
+    # French
+    _a("fr", "until", r"\bjusqu['’]?\s*(?:au|à|a)\s+(?:la\s+)?"),
+    _a(
+        "fr",
+        "back",
+        r"\b(?:de retour|retour prévu|rentrerai|serai de nouveau (?:disponible|"
+        r"joignable)|serai disponible)\s+(?:au bureau\s+)?(?:le|à partir du|dès le|dès)?\s*",
+    ),
+    # Spanish
+    _a("es", "until", r"\bhasta\s+(?:el\s+)?(?:día\s+|dia\s+)?"),
+    _a(
+        "es",
+        "back",
+        r"\b(?:regreso|regresaré|regresare|vuelvo|volveré|volvere|de vuelta|"
+        r"me reincorporo|me reincorporaré)\s+(?:a la oficina\s+)?(?:el\s+)?(?:día\s+)?",
+    ),
+    # Italian
+    _a("it", "until", r"\bfino\s+(?:al|a|all['’]|il)\s*"),
+    _a(
+        "it",
+        "back",
+        r"\b(?:rientrerò|rientrero|rientro|sarò di ritorno|di ritorno|tornerò|"
+        r"sarò nuovamente (?:in ufficio|disponibile))\s+(?:in ufficio\s+)?(?:il\s+|dal\s+)?",
+    ),
+    # Portuguese
+    _a("pt", "until", r"\baté\s+(?:ao\s+|o\s+|a\s+|à\s+)?(?:dia\s+)?"),
+    _a(
+        "pt",
+        "back",
+        r"\b(?:regresso|regressarei|retorno|retornarei|volto|voltarei|"
+        r"estarei de volta)\s+(?:ao escritório\s+)?(?:no\s+|em\s+|a\s+)?(?:dia\s+)?",
+    ),
+    # Dutch
+    _a("nl", "until_incl", r"\b(?:tot\s+en\s+met|t/m)\s+"),
+    _a("nl", "until", r"\btot\s+"),
+    _a("nl", "back", r"\b(?:vanaf|per)\s+(?=[^.\n]{0,45}\b(?:weer|terug)\b)"),
+    _a(
+        "nl",
+        "back",
+        r"\b(?:weer|terug)\s+(?:aanwezig\s+|bereikbaar\s+|op kantoor\s+)?"
+        r"(?:op|vanaf)\s+",
+    ),
+    # Swedish
+    _a("sv", "until_incl", r"\b(?:till\s+och\s+med|t\.\s?o\.\s?m\.?)\s+(?:den\s+)?"),
+    _a("sv", "until", r"\btill\s+(?:den\s+)?"),
+    _a(
+        "sv",
+        "back",
+        r"\b(?:tillbaka|åter)\s+(?:på kontoret\s+|i tjänst\s+)?(?:igen\s+)?"
+        r"(?:på\s+|den\s+)?",
+    ),
+    # Danish and Norwegian
+    _a("da", "until_incl", r"\btil\s+og\s+med\s+(?:den\s+|d\.\s+)?"),
+    _a("da", "until", r"\btil\s+(?:den\s+|d\.\s+)?(?=\d|[^\W\d_]+dag)"),
+    _a(
+        "da",
+        "back",
+        r"\b(?:tilbage|tilbake)\s+(?:på kontoret\s+|igen\s+)?(?:den\s+|på\s+|"
+        r"d\.\s+)?",
+    ),
+    # Polish ("do" needs a digit after it: it is also an English word)
+    _a("pl", "until", r"\bdo\s+(?:dnia\s+)?(?=\d)"),
+    _a(
+        "pl",
+        "back",
+        r"\b(?:wracam|wrócę|powrót|będę (?:dostępn[ya]|w biurze|z powrotem))\s+"
+        r"(?:w\s+|od\s+|dnia\s+)*",
+    ),
+)
+
+#: A date followed by an inclusive marker ("26.07. einschließlich", "31 luglio compreso").
+INCLUSIVE_AFTER = re.compile(
+    r"^(?:[^.\n;]|(?<=\d)\.){0,40}?\b(?:inclusive|inclusively|included|einschließlich|inklusive|inclus|"
+    r"incluse|incluso|incluido|inclusive|compreso|compresa|incluído|włącznie|inbegrepen)\b",
+    re.IGNORECASE,
+)
+
+#: "July 10-31": a month word with a day range; the end of the range is the last day away.
+RANGE = re.compile(
+    r"\b(?P<month>[^\W\d_]{3,12})\.?\s+\d{1,2}(?:st|nd|rd|th)?\s*[-–]\s*(?P<end>\d{1,2})"
+    r"(?:st|nd|rd|th)?\b",
+    re.IGNORECASE,
+)

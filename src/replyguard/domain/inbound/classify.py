@@ -1,0 +1,160 @@
+"""The public classification API: raw bytes in, one `Classification` out.
+
+Order (from the research): bounce first, because many NDRs carry `Auto-Submitted:
+auto-replied`; then automatic replies (out-of-office or other); then unsubscribe requests;
+then a human reply. Every rule reads only the sender's NEW text, so a person answering above
+a quoted out-of-office notice is a person. When unsure between human and automatic the
+answer is human: that is the one error this engine must never make the other way round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from email.message import EmailMessage
+from email.utils import getaddresses, parsedate_to_datetime
+from typing import Any
+
+from replyguard.domain.inbound.autoreply import detect_auto_reply
+from replyguard.domain.inbound.bounce import BounceInfo, detect_bounce
+from replyguard.domain.inbound.parse import (
+    body_text,
+    extract_body,
+    header,
+    parse_message,
+)
+from replyguard.domain.inbound.quotes import new_text_from_body
+from replyguard.domain.inbound.returndate import find_return_date
+from replyguard.domain.inbound.unsubscribe import detect_unsubscribe
+from replyguard.domain.states import ReplyKind
+
+_MAX_REFERENCES = 50
+_MAX_NOTICE_CHARS = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    """What one inbound message is, with the evidence for it and its threading headers."""
+
+    kind: ReplyKind
+    return_date: date | None
+    reply_text: str
+    evidence: tuple[str, ...]
+    left_company: bool
+    new_contact: str | None
+    bounce: BounceInfo | None
+    subject: str
+    from_address: str | None
+    message_id: str | None
+    in_reply_to: str | None
+    references: tuple[str, ...]
+    date: datetime | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object `replyguard inspect --json` prints."""
+        return {
+            "kind": self.kind.value,
+            "return_date": self.return_date.isoformat() if self.return_date else None,
+            "reply_text": self.reply_text,
+            "evidence": list(self.evidence),
+            "left_company": self.left_company,
+            "new_contact": self.new_contact,
+            "bounce": self.bounce.to_json() if self.bounce else None,
+            "subject": self.subject,
+            "from_address": self.from_address,
+            "message_id": self.message_id,
+            "in_reply_to": self.in_reply_to,
+            "references": list(self.references),
+            "date": self.date.isoformat() if self.date else None,
+        }
+
+
+def _from_address(msg: EmailMessage) -> str | None:
+    try:
+        pairs = getaddresses([header(msg, "from")])
+    except Exception:
+        return None
+    for _name, addr in pairs:
+        if "@" in addr:
+            return addr.strip()
+    return None
+
+
+def _date(msg: EmailMessage) -> datetime | None:
+    value = header(msg, "date")
+    if not value:
+        return None
+    try:
+        parsed = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    # Only aware datetimes leave the domain; a zone-less Date is read as UTC.
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _ids(value: str) -> tuple[str, ...]:
+    return tuple(tok for tok in value.split() if tok.startswith("<") and tok.endswith(">"))[:_MAX_REFERENCES]
+
+
+def classify(raw: bytes) -> Classification:
+    """Classify raw message bytes. Raises MessageParseError only (for non-mail input)."""
+    return classify_message(parse_message(raw))
+
+
+def classify_message(msg: EmailMessage) -> Classification:
+    """Classify a parsed message; see the module docstring for the order of the rules."""
+    subject = header(msg, "subject")
+    sender = _from_address(msg)
+    sent = _date(msg)
+    body = extract_body(msg)
+    full = body_text(body)
+    kind = ReplyKind.HUMAN_REPLY
+    evidence: tuple[str, ...] = ()
+    return_date: date | None = None
+    left_company, new_contact = False, None
+
+    bounce, bounce_ev = detect_bounce(msg, subject, sender, full)
+    if bounce is not None:
+        kind = ReplyKind.BOUNCE_HARD if bounce.hard else ReplyKind.BOUNCE_SOFT
+        evidence = bounce_ev
+        # A robot's notice has no quoted history to strip; its text is shown as it came.
+        reply = full.strip()[:_MAX_NOTICE_CHARS]
+    else:
+        reply = new_text_from_body(body)
+        unsubscribe_ev = detect_unsubscribe(msg, subject, reply)
+        arf = any(e.startswith("arf:") for e in unsubscribe_ev)
+        auto = detect_auto_reply(msg, subject, reply, sender)
+        if arf:
+            kind, evidence = ReplyKind.UNSUBSCRIBE, unsubscribe_ev
+        elif auto.automatic:
+            evidence = auto.evidence
+            left_company, new_contact = auto.left_company, auto.new_contact
+            kind = ReplyKind.AUTO_REPLY
+            if not auto.left_company:
+                return_date, rule = find_return_date(
+                    reply, subject, sent, header(msg, "x-apple-criteria"), auto.language
+                )
+                if auto.out_of_office or return_date is not None:
+                    kind = ReplyKind.OUT_OF_OFFICE
+                    evidence += (rule,) if rule else ()
+                else:
+                    return_date = None
+        elif unsubscribe_ev:
+            kind, evidence = ReplyKind.UNSUBSCRIBE, unsubscribe_ev
+        else:
+            evidence = ("default:human",)
+    return Classification(
+        kind=kind,
+        return_date=return_date,
+        reply_text=reply,
+        evidence=evidence,
+        left_company=left_company,
+        new_contact=new_contact,
+        bounce=bounce,
+        subject=subject,
+        from_address=sender,
+        message_id=header(msg, "message-id") or None,
+        in_reply_to=(_ids(header(msg, "in-reply-to")) or (None,))[0],
+        references=_ids(header(msg, "references")),
+        date=sent,
+    )
