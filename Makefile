@@ -38,3 +38,6 @@ fmt: $(VENV)/.installed ## Format and autofix
 
 clean: ## Remove the venv and local databases
 	rm -rf $(VENV) demo.db demo.db-* demo-outbox .pytest_cache .mypy_cache .ruff_cache
+
+eval: $(VENV)/.installed ## Classification accuracy on ../shared/corpus (read in place)
+	$(PY) bench/eval_classifier.py
