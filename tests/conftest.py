@@ -48,9 +48,10 @@ def _pg_reachable(url: str) -> bool:
 
 def _throwaway_cluster() -> str | None:
     """Start a private PostgreSQL when its binaries exist (a developer's machine)."""
-    candidates = [shutil.which("initdb")] + sorted(
-        str(p) for p in Path("/usr/lib/postgresql").glob("*/bin/initdb")
-    )
+    candidates = [
+        shutil.which("initdb"),
+        *sorted(str(p) for p in Path("/usr/lib/postgresql").glob("*/bin/initdb")),
+    ]
     initdb = next((c for c in candidates if c), None)
     if initdb is None or os.geteuid() == 0:
         return None
@@ -108,7 +109,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 def _worker_db_name(worker_id: str) -> str:
-    return f"rg_test_{worker_id}".replace("-", "_")
+    # The process id too: two test runs on one server (a developer's and an editor's) must not
+    # drop each other's databases.
+    return f"rg_test_{worker_id}_{os.getpid()}".replace("-", "_")
 
 
 @pytest.fixture(scope="session")
