@@ -247,3 +247,51 @@ def test_steps_awaiting_approval_are_not_sent_until_approved(app: App, clock: Fi
     clock.advance(timedelta(days=1))
     Worker(app).run_once()
     assert step_counts(app, "ann@x.test", "P") == {"sent": 3}
+
+
+def test_sqlite_a_reply_during_the_transport_call_is_recorded_and_the_send_shown_crossed(
+    db_url: str, app: App, clock: FixedClock
+) -> None:
+    """SQLite cannot hold its write lock across the call: the reply lands, the send is 'crossed'."""
+    if not db_url.startswith("sqlite"):
+        pytest.skip("PostgreSQL holds the lead lock across the call (next test)")
+    [email] = simple_workspace(app, 1)
+    clock.advance(MONDAY_10)
+    transport = ScriptedTransport()
+    outcomes = []
+    transport.on_send = lambda _email: outcomes.append(reply(app, email, "P"))
+    assert Worker(app, transport).run_once().sent == 1
+    assert outcomes[0].in_flight == 1 and outcomes[0].cancelled == 2
+    with app.uow() as uow:
+        step = uow.session.scalars(select(m.Step).where(m.Step.position == 1)).one()
+        assert (step.state, step.crossed, step.cancel_requested) == ("sent", True, True)
+    assert lead_state(app, email, "P") == "replied"
+
+
+@pytest.mark.postgres_only
+def test_postgres_a_reply_waits_for_the_send_under_way_and_sees_it_crossed(
+    app: App, clock: FixedClock
+) -> None:
+    import threading
+
+    [email] = simple_workspace(app, 1)
+    clock.advance(MONDAY_10)
+    transport = ScriptedTransport()
+    started, outcomes = threading.Event(), []
+
+    def reply_in_background(_email: OutgoingEmail) -> None:
+        thread = threading.Thread(target=lambda: outcomes.append(reply(app, email, "P")))
+        thread.start()
+        started.set()
+        thread.join(timeout=0.5)  # it cannot finish: the worker holds the lead lock
+        assert thread.is_alive()
+        transport.thread = thread  # type: ignore[attr-defined]
+
+    transport.on_send = reply_in_background
+    assert Worker(app, transport).run_once().sent == 1
+    transport.thread.join(timeout=10)  # type: ignore[attr-defined]
+    assert started.is_set() and len(outcomes) == 1
+    assert outcomes[0].crossed and outcomes[0].cancelled == 2
+    with app.uow() as uow:
+        step = uow.session.scalars(select(m.Step).where(m.Step.position == 1)).one()
+        assert (step.state, step.crossed) == ("sent", True)
