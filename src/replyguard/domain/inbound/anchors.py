@@ -45,7 +45,7 @@ ANCHORS: tuple[Anchor, ...] = (
         r"(?:zum\s+|den\s+)?",
     ),
     _a("de", "until", r"\bbis\s+(?:zum\s+|am\s+|einschl\w*\s+)?"),
-    _a("de", "back", r"\b(?:ab|ab dem|ab den|am)\s+(?=[^.\n]{0,45}\b(?:wieder|zurück)\b)"),
+    _a("de", "back", r"\b(?:ab|ab dem|ab den|am)\s+(?=(?:[^.\n]|(?<=\d)\.){0,45}\b(?:wieder|zurück)\b)"),
     _a(
         "de",
         "back",
@@ -87,7 +87,7 @@ ANCHORS: tuple[Anchor, ...] = (
     # Dutch
     _a("nl", "until_incl", r"\b(?:tot\s+en\s+met|t/m)\s+"),
     _a("nl", "until", r"\btot\s+"),
-    _a("nl", "back", r"\b(?:vanaf|per)\s+(?=[^.\n]{0,45}\b(?:weer|terug)\b)"),
+    _a("nl", "back", r"\b(?:vanaf|per)\s+(?=(?:[^.\n]|(?<=\d)\.){0,45}\b(?:weer|terug)\b)"),
     _a(
         "nl",
         "back",

@@ -60,6 +60,7 @@ def _strong_headers(msg: Message, names: set[str], ev: list[str], ooo: list[str]
         ev.append("header:auto-submitted")
         if "vacation" in auto_submitted or "owner-email" in auto_submitted:
             ooo.append("header:auto-submitted-vacation")
+            ev.append("header:auto-submitted-vacation")
     for name in _VENDOR_AUTOREPLY_HEADERS:
         if name in names and header(msg, name).lower() not in _FALSE_VALUES:
             strong = True

@@ -63,6 +63,7 @@ _RETURNED_COPY = re.compile(
     r"-+ ?Header of the (?:source|original) (?:mail|message))",
     re.IGNORECASE | re.MULTILINE,
 )
+_SUCCESS_ACTIONS = frozenset({"delivered", "relayed", "expanded"})
 _RETURNED_TYPES = frozenset({"message/rfc822", "text/rfc822-headers", "message/rfc822-headers"})
 _ADDR = re.compile(r"<?([\w.+'=-]+@[\w-]+(?:\.[\w-]+)+)>?")
 
@@ -125,7 +126,10 @@ def _recipients_from_text(text: str) -> list[_Recipient]:
         if key in {"final-recipient", "original-recipient"}:
             current.address = current.address or _clean_address(val)
         elif key == "action":
-            current.action = val.lower()
+            # Some MTAs write "failure" or "Delayed": keep the RFC 3464 vocabulary.
+            action = val.lower()
+            current.action = "failed" if action.startswith("fail") else action
+            current.action = "delayed" if action.startswith("delay") else current.action
         elif key == "status":
             found = _STATUS.search(val)
             current.status = ".".join(found.groups()) if found else None
@@ -229,9 +233,11 @@ def detect_bounce(
     evidence: list[str] = []
     recipients: list[_Recipient] = []
     if dsn_parts:
-        recipients = [r for part in dsn_parts for r in _dsn_recipients(part)]
+        reported = [r for part in dsn_parts for r in _dsn_recipients(part)]
         # "delivered", "relayed" and "expanded" are success notices, not failures.
-        recipients = [r for r in recipients if (r.action or "failed") in {"failed", "delayed"}]
+        recipients = [r for r in reported if (r.action or "failed") in {"failed", "delayed"}]
+        if reported and all(r.action in _SUCCESS_ACTIONS for r in reported):
+            return None, ()
         if recipients:
             evidence.append("dsn:rfc3464")
     signals = _ndr_signals(msg, subject, from_address)

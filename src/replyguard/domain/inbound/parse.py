@@ -16,8 +16,8 @@ callers may pass their own policy.default messages to `classify_message`.
 from __future__ import annotations
 
 import codecs
-import re
 import email.header
+import re
 from dataclasses import dataclass
 from email import policy
 from email.message import EmailMessage, Message

@@ -23,7 +23,9 @@ _APPLE_END = re.compile(r"endDate=(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})Z?"
 _LEAD = r"^\s*(?:the|le|el|den|dem|il|o|dia|am|op|på|le|lundi|[^\W\d_]{2,12}[,.]?)?\s*"
 _NUMERIC = re.compile(_LEAD + r"(\d{1,4})([./-])(\d{1,2})(?:\2(\d{2,4}))?\b(?!\s*(?:%|h\b|:\d))")
 _ORDINAL_ONLY = re.compile(
-    r"^\s*(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?[^\W\d_]{3,})", re.IGNORECASE
+    r"^\s*(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)\b"
+    r"(?!\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))",
+    re.IGNORECASE,
 )
 _JA = re.compile(r"(\d{1,2})月(\d{1,2})日[^。\n]{0,8}?(まで|以降|から)")
 _MAX_AHEAD = timedelta(days=400)

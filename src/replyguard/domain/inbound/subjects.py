@@ -16,7 +16,7 @@ _PREFIX_WORDS = (
     r"vá|továbbítás|ant"
 )
 _PREFIX = re.compile(
-    rf"^\s*(?:\[[^\]]{{1,40}}\]\s*)?(?:{_PREFIX_WORDS})\s*(?:\[\d+\]|\^\d+|\(\d+\))?\s*[:：]\s*",
+    rf"^\s*(?:\[[^\]]{{1,40}}\]\s*)?(?:{_PREFIX_WORDS})\.?\s*(?:\[\d+\]|\^\d+|\(\d+\))?\s*[:：]\s*",
     re.IGNORECASE,
 )
 _LIST_TAG = re.compile(r"^\s*\[[^\]]{1,40}\]\s*")
