@@ -211,7 +211,7 @@ def _complete(msg: Message, first: _Recipient, notice: str, evidence: list[str])
     """Fill the failed address and status from X-Failed-Recipients, flufl.bounce, the prose."""
     if first.address is None and header(msg, "x-failed-recipients"):
         first.address = _clean_address(header(msg, "x-failed-recipients"))
-    if first.address is None or first.status is None:
+    if first.address is None:  # flufl.bounce is slow (its detectors scan every line): last resort
         temporary, permanent = _flufl_failures(msg)
         if temporary or permanent:
             evidence.append("flufl:" + ("permanent" if permanent else "temporary"))
