@@ -78,7 +78,6 @@ class SequenceMachine(RuleBasedStateMachine):
             import_leads(uow, "P", list(read_leads(csv_of([{"email": e, "first_name": "X"} for e in LEADS]))))
             uow.commit()
         enroll_all(self.app, "C")
-        self.stopped: set[str] = set()  # leads a stopping reply was recorded for
         self.paused: dict[str, date] = {}
 
     def teardown(self) -> None:
@@ -128,9 +127,7 @@ class SequenceMachine(RuleBasedStateMachine):
         email = LEADS[index]
         back = (self.clock.now() + timedelta(days=days)).date() if kind is ReplyKind.OUT_OF_OFFICE else None
         outcome = reply(self.app, email, "P", kind, back)
-        self.log.append(("reply", email))
-        if kind in STOPPING:
-            self.stopped.add(email)
+        self.log.append(("stop" if kind in STOPPING else "reply", email))
         if outcome.lead_state == "out_of_office" and back is not None:
             self.paused[email] = back
         else:
@@ -147,7 +144,7 @@ class SequenceMachine(RuleBasedStateMachine):
     def no_send_after_a_stopping_reply(self) -> None:
         stopped_at: set[str] = set()
         for what, email in self.log:
-            if what == "reply" and email in self.stopped:
+            if what == "stop":
                 stopped_at.add(email)
             if what == "sent":
                 assert email not in stopped_at, f"{email} was sent to after its reply"
