@@ -99,7 +99,7 @@ def test_no_send_starts_after_a_reply_commits(app: App, clock: FixedClock, tmp_p
         for thread in injectors:
             thread.join()
         accepted = server.accepted()
-    for worker, (out, err) in zip(workers, outputs, strict=True):
+    for worker, (_out, err) in zip(workers, outputs, strict=True):
         assert worker.returncode == 0, err
     reports = [json.loads(out) for out, _ in outputs]
     lead_of = _send_keys_by_lead(app)

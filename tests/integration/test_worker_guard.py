@@ -85,7 +85,7 @@ def test_a_paused_lead_is_not_sent_and_keeps_its_steps(app: App, clock: FixedClo
 
 
 def test_a_stale_worker_is_fenced_out_after_its_lease_expired(app: App, clock: FixedClock) -> None:
-    [email] = simple_workspace(app, 1)
+    [_email] = simple_workspace(app, 1)
     clock.advance(MONDAY_10)
     stale, fresh = Worker(app), Worker(app)
     report = WorkerReport()
@@ -117,7 +117,7 @@ def test_crash_before_the_transport_call_is_retried_exactly_once(app: App, clock
 
 
 def test_crash_after_the_transport_accepted_is_reconciled_not_resent(app: App, clock: FixedClock) -> None:
-    [email] = simple_workspace(app, 1)
+    [_email] = simple_workspace(app, 1)
     clock.advance(MONDAY_10)
     app.failpoints.arm("after_transport", crash)
     with pytest.raises(InjectedCrash):

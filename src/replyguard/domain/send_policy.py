@@ -56,4 +56,5 @@ def recheck(check: SendCheck, now: datetime) -> SendRefusal | None:
 
 def backoff(attempt: int, base: timedelta, cap: timedelta) -> timedelta:
     """Delay before retry number `attempt` (1-based) after a transient transport error."""
-    return min(cap, base * (2 ** max(0, attempt - 1)))
+    delay: timedelta = base * (2 ** max(0, attempt - 1))
+    return delay if delay < cap else cap

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Connection, Row, Table, and_, bindparam, exists, func, select, text, update
+from sqlalchemy import Connection, Table, and_, bindparam, exists, func, select, text, update
 from sqlalchemy.exc import DBAPIError
 
 from replyguard.adapters.db import models as m
