@@ -6,13 +6,16 @@ is checked for CR, LF and NUL before it is set, whatever the caller already chec
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from email import policy
 from email.message import EmailMessage
 from email.utils import format_datetime
 
-from replyguard.domain.addresses import check_header_value, format_address
+from replyguard.domain.addresses import UnsafeHeaderValue, check_header_value, format_address
+
+_MSG_IDS = re.compile(r"^<[^<>\s@]+@[^<>\s@]+>(?: <[^<>\s@]+@[^<>\s@]+>)*$")
 
 # RFC 5322 allows 998 octets a line. Folding at 78 would turn long header values without
 # spaces (List-Unsubscribe URLs) into encoded words, which receivers then cannot act on.
@@ -42,11 +45,11 @@ def build_message(email: OutgoingEmail) -> EmailMessage:
     msg["To"] = format_address(email.to_name, email.to_address)
     msg["Subject"] = check_header_value("subject", email.subject)
     msg["Date"] = format_datetime(email.date)
-    msg["Message-ID"] = check_header_value("Message-ID", email.message_id)
+    msg["Message-ID"] = _ids("Message-ID", email.message_id)
     if email.in_reply_to:
-        msg["In-Reply-To"] = check_header_value("In-Reply-To", email.in_reply_to)
+        msg["In-Reply-To"] = _ids("In-Reply-To", email.in_reply_to)
     if email.references:
-        msg["References"] = check_header_value("References", email.references)
+        msg["References"] = _ids("References", email.references)
     targets = []
     if email.unsubscribe_url:
         targets.append(f"<{check_header_value('unsubscribe URL', email.unsubscribe_url)}>")
@@ -60,6 +63,14 @@ def build_message(email: OutgoingEmail) -> EmailMessage:
     msg["X-Replyguard-Send-Key"] = email.send_key
     msg.set_content(email.body)
     return msg
+
+
+def _ids(field: str, value: str) -> str:
+    """Message-ID style headers: only well-formed `<local@domain>` lists get through."""
+    check_header_value(field, value)
+    if not _MSG_IDS.match(value):
+        raise UnsafeHeaderValue(f"{field} is not a list of <id@domain> message ids: {value!r}")
+    return value
 
 
 def message_bytes(email: OutgoingEmail) -> bytes:
