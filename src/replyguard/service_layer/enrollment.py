@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import domain_of
+from replyguard.domain.inbound.subjects import subject_key
 from replyguard.domain.message_ids import message_id_for, send_key
 from replyguard.domain.schedule import SendWindow, load_zone, plan_due
 from replyguard.domain.states import ReplyState, StepState
@@ -158,6 +159,7 @@ def _enroll_one(
                 message_id=message_id,
                 to_address=address,
                 subject=subject,
+                subject_key=subject_key(subject)[:200],
                 body=body,
                 in_reply_to=thread_ids[-1] if thread_ids else None,
                 references=" ".join(thread_ids) if thread_ids else None,

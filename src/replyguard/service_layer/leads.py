@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from replyguard.adapters.db import models as m
-from replyguard.domain.addresses import base_address, normalize_address
+from replyguard.domain.addresses import base_address, domain_of, normalize_address
 from replyguard.domain.leads_csv import LeadRow, RowError
 from replyguard.domain.states import ReplyState, StepState
 from replyguard.service_layer.campaigns import get_or_create_product
@@ -65,6 +65,7 @@ def import_row(uow: UnitOfWork, product: m.Product, row: LeadRow, report: Import
                     workspace_id=uow.workspace_id,
                     contact_id=contact.id,
                     address=address,
+                    domain=domain_of(address),
                     is_primary=address == row.email and not known,
                 )
             )

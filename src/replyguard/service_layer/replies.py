@@ -349,3 +349,74 @@ def _notice(
     uow.session.flush()
     uow.add_event("notice_created", lead_id=lead.id, notice_id=notice.id, recipient=recipient)
     return notice.id
+
+
+def hold_probable(
+    uow: UnitOfWork,
+    lead_ids: tuple[int, ...],
+    *,
+    inbound_id: int,
+    sender: str,
+    subject: str,
+    text: str,
+    why: str,
+) -> int:
+    """A message that probably answers us but cannot be proven to: hold every candidate lead
+    (their steps wait, nothing is cancelled) and ask a person. Returns how many were held."""
+    uow.lock_leads(lead_ids)
+    held, candidates = 0, []
+    first_lead: int | None = None
+    for lead_id in sorted(lead_ids):
+        lead = uow.session.get_one(m.Lead, lead_id)
+        uow.session.refresh(lead)
+        if lead.workspace_id != uow.workspace_id:
+            continue
+        contact = uow.session.get_one(m.Contact, lead.contact_id)
+        product = uow.session.get_one(m.Product, lead.product_id)
+        candidates.append(
+            {
+                "lead_id": lead.id,
+                "email": _addresses(uow, contact.id)[0],
+                "product": product.name,
+                "state": lead.reply_state,
+            }
+        )
+        if lead.reply_state in (ReplyState.ACTIVE, ReplyState.OUT_OF_OFFICE):
+            check_reply_move(ReplyState(lead.reply_state), ReplyState.HELD, Actor.SYSTEM)
+            lead.reply_state, lead.reply_state_updated_at = ReplyState.HELD, uow.clock.now()
+            lead.hold_reason = f"probable reply from {sender} ({why}): confirm or reject"
+            uow.add_event(
+                "probable_reply_held", lead_id=lead.id, inbound_id=inbound_id, sender=sender, why=why
+            )
+            held += 1
+    if first_lead is not None:
+        uow.session.add(
+            m.Notice(
+                workspace_id=uow.workspace_id,
+                lead_id=first_lead,
+                reply_id=None,
+                recipient=_owner_of(uow, first_lead),
+                kind="probable_reply",
+                payload={
+                    "sender": sender,
+                    "subject": subject,
+                    "text": text[:5000],
+                    "why": why,
+                    "inbound_id": inbound_id,
+                    "candidates": candidates,
+                    "recommendation": "Confirm which lead this answers, or none; held leads send nothing.",
+                },
+                created_at=uow.clock.now(),
+            )
+        )
+    return held
+
+
+def _owner_of(uow: UnitOfWork, lead_id: int) -> str:
+    owner = uow.session.scalar(
+        select(m.Campaign.owner)
+        .join(m.Enrollment, m.Enrollment.campaign_id == m.Campaign.id)
+        .where(m.Enrollment.lead_id == lead_id)
+        .limit(1)
+    )
+    return owner or "owner@unknown.invalid"

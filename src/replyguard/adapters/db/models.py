@@ -152,6 +152,7 @@ class ContactAddress(Base):
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
     contact_id: Mapped[int] = mapped_column(ForeignKey("contacts.id"), index=True)
     address: Mapped[str] = mapped_column(String(320))  # normalised, lower case
+    domain: Mapped[str] = mapped_column(String(255), index=True)
     is_primary: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
@@ -208,6 +209,8 @@ class Step(Base):
     message_id: Mapped[str] = mapped_column(String(300), unique=True)
     to_address: Mapped[str] = mapped_column(String(320))
     subject: Mapped[str] = mapped_column(Text)
+    # The subject without Re:/AW:/SV:... prefixes: how a reply with a changed thread is found.
+    subject_key: Mapped[str] = mapped_column(String(200), index=True)
     body: Mapped[str] = mapped_column(Text)
     in_reply_to: Mapped[str | None] = mapped_column(String(300))
     references: Mapped[str | None] = mapped_column(Text)

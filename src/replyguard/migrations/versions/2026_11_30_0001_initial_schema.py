@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-30 03:28:14.147597
+Create Date: 2026-11-30 03:46:29.911381
 """
 
 from __future__ import annotations
@@ -132,6 +132,7 @@ def upgrade() -> None:
         sa.Column("workspace_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("contact_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("address", sa.String(length=320), nullable=False),
+        sa.Column("domain", sa.String(length=255), nullable=False),
         sa.Column("is_primary", sa.Boolean(), nullable=False),
         sa.ForeignKeyConstraint(
             ["contact_id"], ["contacts.id"], name=op.f("fk_contact_addresses_contact_id_contacts")
@@ -146,6 +147,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("contact_addresses", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_contact_addresses_contact_id"), ["contact_id"], unique=False)
+        batch_op.create_index(batch_op.f("ix_contact_addresses_domain"), ["domain"], unique=False)
 
     op.create_table(
         "leads",
@@ -305,6 +307,7 @@ def upgrade() -> None:
         sa.Column("message_id", sa.String(length=300), nullable=False),
         sa.Column("to_address", sa.String(length=320), nullable=False),
         sa.Column("subject", sa.Text(), nullable=False),
+        sa.Column("subject_key", sa.String(length=200), nullable=False),
         sa.Column("body", sa.Text(), nullable=False),
         sa.Column("in_reply_to", sa.String(length=300), nullable=True),
         sa.Column("references", sa.Text(), nullable=True),
@@ -338,6 +341,7 @@ def upgrade() -> None:
         batch_op.create_index("ix_steps_due", ["state", "due_at"], unique=False)
         batch_op.create_index("ix_steps_lead_state", ["lead_id", "state"], unique=False)
         batch_op.create_index("ix_steps_mailbox_day", ["mailbox_id", "send_day"], unique=False)
+        batch_op.create_index(batch_op.f("ix_steps_subject_key"), ["subject_key"], unique=False)
         batch_op.create_index(batch_op.f("ix_steps_workspace_id"), ["workspace_id"], unique=False)
 
     op.create_table(
@@ -401,6 +405,7 @@ def downgrade() -> None:
     op.drop_table("events")
     with op.batch_alter_table("steps", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_steps_workspace_id"))
+        batch_op.drop_index(batch_op.f("ix_steps_subject_key"))
         batch_op.drop_index("ix_steps_mailbox_day")
         batch_op.drop_index("ix_steps_lead_state")
         batch_op.drop_index("ix_steps_due")
@@ -435,6 +440,7 @@ def downgrade() -> None:
 
     op.drop_table("leads")
     with op.batch_alter_table("contact_addresses", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_contact_addresses_domain"))
         batch_op.drop_index(batch_op.f("ix_contact_addresses_contact_id"))
 
     op.drop_table("contact_addresses")
