@@ -36,6 +36,10 @@ class Settings:
     max_pause: timedelta = timedelta(days=60)
     public_url: str = "http://localhost:8000"
     poll_interval: float = 1.0
+    #: TEST-ONLY, NEVER IN PRODUCTION: skip the lead lock and the re-check at send time
+    #: (env REPLYGUARD_UNSAFE_SKIP_RECHECK=1). It exists so the fault campaign can prove its
+    #: checker catches a broken guard (tests/integration/test_torture_short.py).
+    unsafe_skip_recheck: bool = False
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -48,4 +52,5 @@ class Settings:
             ),
             max_pause=_seconds("REPLYGUARD_MAX_PAUSE_SECONDS", defaults.max_pause.total_seconds()),
             public_url=os.environ.get("REPLYGUARD_PUBLIC_URL", defaults.public_url).rstrip("/"),
+            unsafe_skip_recheck=os.environ.get("REPLYGUARD_UNSAFE_SKIP_RECHECK", "") == "1",
         )
