@@ -373,6 +373,7 @@ def hold_probable(
             continue
         contact = uow.session.get_one(m.Contact, lead.contact_id)
         product = uow.session.get_one(m.Product, lead.product_id)
+        first_lead = first_lead or lead.id
         candidates.append(
             {
                 "lead_id": lead.id,

@@ -1,0 +1,296 @@
+"""Inbound end to end: real-shaped messages through ingest_raw, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+from email.message import EmailMessage
+from email.utils import format_datetime
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import func, select
+
+from replyguard.adapters.db import models as m
+from replyguard.adapters.mail_files import iter_messages
+from replyguard.bootstrap import App
+from replyguard.domain.clock import FixedClock
+from replyguard.domain.message_ids import unsubscribe_token
+from replyguard.service_layer.ingest import ingest_raw
+from replyguard.service_layer.leads import find_lead
+from tests.support.scenario import FORECASTING, REPORTS, lead_state, load_examples, run_days, step_counts
+
+PRIYA = "priya@fernhollow.test"
+MARC = "marc.keller@brightline-logistics.test"
+
+
+def _first_sent(app: App, email: str, product: str) -> tuple[str, str, str]:
+    """(Message-ID, subject, send key) of the first email we sent this lead."""
+    with app.uow() as uow:
+        lead = find_lead(uow, email, product)
+        step = uow.session.scalars(
+            select(m.Step).where(m.Step.lead_id == lead.id, m.Step.position == 1)
+        ).one()
+        assert step.state == "sent"
+        return step.message_id, step.subject, step.send_key
+
+
+def _mail(
+    sender: str,
+    subject: str,
+    body: str,
+    *,
+    to: str = "dana@northwind-analytics.test",
+    in_reply_to: str | None = None,
+    headers: dict[str, str] | None = None,
+    when: FixedClock | None = None,
+    msgid: str = "<x1@client.test>",
+) -> bytes:
+    msg = EmailMessage()
+    msg["From"] = sender
+    msg["To"] = to
+    msg["Subject"] = subject
+    msg["Message-ID"] = msgid
+    if when is not None:
+        msg["Date"] = format_datetime(when.now())
+    if in_reply_to:
+        msg["In-Reply-To"] = in_reply_to
+        msg["References"] = in_reply_to
+    for name, value in (headers or {}).items():
+        msg[name] = value
+    msg.set_content(body)
+    return msg.as_bytes()
+
+
+def _sent_day(app: App, clock: FixedClock) -> None:
+    load_examples(app)
+    run_days(app, clock, 1)
+
+
+def test_a_human_reply_in_the_thread_stops_that_product_only(app: App, clock: FixedClock) -> None:
+    _sent_day(app, clock)
+    mid, subject, _ = _first_sent(app, PRIYA, REPORTS)
+    reply = _mail(
+        f"Priya Raman <{PRIYA}>",
+        f"Re: {subject}",
+        "Yes, let's talk on Thursday.\n\nOn Mon, Dana wrote:\n> Hi Priya,\n> how does your team...\n",
+        in_reply_to=mid,
+        when=clock,
+    )
+    result = ingest_raw(app, reply, "test")
+    assert (result.status, result.kind) == ("matched", "human_reply")
+    assert "match:thread" in result.evidence
+    assert lead_state(app, PRIYA, REPORTS) == "replied"
+    assert lead_state(app, PRIYA, FORECASTING) == "active"
+    assert step_counts(app, PRIYA, REPORTS) == {"sent": 1, "cancelled": 2}
+    with app.uow() as uow:
+        text = uow.session.scalars(select(m.Reply.text)).one()
+    assert text is not None and "Thursday" in text and "how does your team" not in text
+
+
+def test_a_reply_from_the_alternate_address_with_a_new_subject_and_no_thread_headers(
+    app: App, clock: FixedClock
+) -> None:
+    _sent_day(app, clock)
+    reply = _mail(
+        "Priya <Priya.Raman.Home@gmail-like.test>",
+        "reporting tools",
+        "Hi Dana, saw your note on my work account. Can you send pricing?\n",
+    )
+    result = ingest_raw(app, reply, "test")
+    assert result.status == "matched" and "match:address" in result.evidence
+    assert lead_state(app, PRIYA, REPORTS) == "replied"
+
+
+def test_a_reply_in_our_thread_from_a_new_address_teaches_us_that_address(
+    app: App, clock: FixedClock
+) -> None:
+    _sent_day(app, clock)
+    mid, subject, _ = _first_sent(app, MARC, REPORTS)
+    result = ingest_raw(
+        app,
+        _mail("m.keller@privat-mail.test", f"AW: {subject}", "Gerne, rufen Sie an.\n", in_reply_to=mid),
+        "test",
+    )
+    assert "match:learned-alternate" in result.evidence
+    assert lead_state(app, MARC, REPORTS) == "replied"
+    with app.uow() as uow:
+        assert find_lead(uow, "m.keller@privat-mail.test", REPORTS).id == find_lead(uow, MARC, REPORTS).id
+
+
+def test_out_of_office_pauses_and_the_sequence_resumes_after_the_return_date(
+    app: App, clock: FixedClock
+) -> None:
+    _sent_day(app, clock)
+    mid, subject, _ = _first_sent(app, MARC, REPORTS)
+    ooo = _mail(
+        MARC,
+        f"Automatische Antwort: {subject}",
+        "Vielen Dank für Ihre Nachricht. Ich bin bis einschließlich 18.12.2026 nicht im Büro "
+        "und habe keinen Zugriff auf meine E-Mails.\n",
+        in_reply_to=mid,
+        when=clock,
+        headers={
+            "Auto-Submitted": "auto-replied",
+            "X-Auto-Response-Suppress": "All",
+            "X-MS-Exchange-Inbox-Rules-Loop": MARC,
+        },
+    )
+    result = ingest_raw(app, ooo, "test")
+    assert result.kind == "out_of_office"
+    assert lead_state(app, MARC, REPORTS) == "out_of_office"
+    with app.uow() as uow:
+        lead = find_lead(uow, MARC, REPORTS)
+        assert lead.paused_until is not None and lead.paused_until.date().isoformat() >= "2026-12-18"
+    run_days(app, clock, 10)  # to 18 Dec: still away, nothing sent
+    assert step_counts(app, MARC, REPORTS)["sent"] == 1
+    run_days(app, clock, 4)  # back on Saturday 19 Dec; the next window opens Monday 21 Dec
+    assert lead_state(app, MARC, REPORTS) == "active"
+    assert step_counts(app, MARC, REPORTS)["sent"] == 2
+
+
+def _dsn(failed: str, original_id: str, status: str, diagnostic: str) -> bytes:
+    return (
+        "From: Mail Delivery System <MAILER-DAEMON@mx.brightline-logistics.test>\r\n"
+        "To: dana@northwind-analytics.test\r\nSubject: Undelivered Mail Returned to Sender\r\n"
+        "Auto-Submitted: auto-replied\r\nMessage-ID: <dsn1@mx.test>\r\nMIME-Version: 1.0\r\n"
+        'Content-Type: multipart/report; report-type=delivery-status; boundary="B"\r\n\r\n'
+        "--B\r\nContent-Type: text/plain\r\n\r\nI'm sorry to have to inform you that your message "
+        "could not be delivered.\r\n\r\n"
+        "--B\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.test\r\n\r\n"
+        f"Final-Recipient: rfc822; {failed}\r\nAction: failed\r\nStatus: {status}\r\n"
+        f"Diagnostic-Code: smtp; {diagnostic}\r\n\r\n"
+        "--B\r\nContent-Type: text/rfc822-headers\r\n\r\n"
+        f"From: dana@northwind-analytics.test\r\nTo: {failed}\r\nMessage-ID: {original_id}\r\n\r\n"
+        "--B--\r\n"
+    ).encode()
+
+
+def test_a_hard_bounce_suppresses_the_address(app: App, clock: FixedClock) -> None:
+    _sent_day(app, clock)
+    mid, _, _ = _first_sent(app, MARC, REPORTS)
+    result = ingest_raw(app, _dsn(MARC, mid, "5.1.1", "550 5.1.1 <marc> User unknown"), "test")
+    assert result.kind == "bounce_hard" and "match:bounce-original" in result.evidence
+    assert lead_state(app, MARC, REPORTS) == "bounced"
+    with app.uow() as uow:
+        assert uow.session.scalar(select(m.Suppression.address)) == MARC
+
+
+def test_soft_bounces_are_logged_and_repeated_ones_become_hard(app: App, clock: FixedClock) -> None:
+    _sent_day(app, clock)
+    mid, _, _ = _first_sent(app, MARC, REPORTS)
+    for n in range(3):
+        result = ingest_raw(app, _dsn(MARC, mid, "4.2.2", f"452 4.2.2 Mailbox full {n}"), "test")
+        expected = "bounce_soft" if n < 2 else "bounce_hard"
+        assert result.kind == expected
+        assert lead_state(app, MARC, REPORTS) == ("active" if n < 2 else "bounced")
+
+
+def test_an_unsubscribe_request_stops_every_product(app: App, clock: FixedClock) -> None:
+    _sent_day(app, clock)
+    mid, subject, _ = _first_sent(app, PRIYA, REPORTS)
+    result = ingest_raw(
+        app, _mail(PRIYA, f"Re: {subject}", "Please remove me from your list.\n", in_reply_to=mid), "test"
+    )
+    assert result.kind == "unsubscribe"
+    assert lead_state(app, PRIYA, REPORTS) == "unsubscribed"
+    assert lead_state(app, PRIYA, FORECASTING) == "unsubscribed"
+
+
+def test_mail_to_our_signed_unsubscribe_address_unsubscribes(app: App, clock: FixedClock) -> None:
+    _sent_day(app, clock)
+    _, _, key = _first_sent(app, PRIYA, REPORTS)
+    with app.uow() as uow:
+        secret = uow.session.get_one(m.Workspace, uow.workspace_id).secret
+    to = f"dana+unsubscribe-{unsubscribe_token(secret, key)}@northwind-analytics.test"
+    result = ingest_raw(app, _mail(PRIYA, "unsubscribe", "", to=to), "test")
+    assert result.kind == "unsubscribe" and "match:unsubscribe-address" in result.evidence
+    assert lead_state(app, PRIYA, REPORTS) == "unsubscribed"
+    forged = to.replace(key[:6], "000000")
+    assert (
+        ingest_raw(app, _mail("x@y.test", "unsubscribe", "", to=forged, msgid="<x2@y>"), "t").status
+        != "matched"
+    )
+
+
+def test_a_colleagues_reply_holds_the_lead_and_asks_a_person(app: App, clock: FixedClock) -> None:
+    _sent_day(app, clock)
+    _, subject, _ = _first_sent(app, PRIYA, REPORTS)
+    result = ingest_raw(
+        app,
+        _mail(
+            "Sam Lee <sam.lee@fernhollow.test>",
+            f"RE: {subject}",
+            "Priya forwarded this to me; I run our reporting. Happy to chat.\n",
+        ),
+        "test",
+    )
+    assert result.status == "probable"
+    assert lead_state(app, PRIYA, REPORTS) == "held"
+    run_days(app, clock, 5)
+    assert step_counts(app, PRIYA, REPORTS).get("sent") == 1  # held: nothing more goes out
+    with app.uow() as uow:
+        notice = uow.session.scalars(select(m.Notice).where(m.Notice.kind == "probable_reply")).one()
+        emails = [c["email"] for c in notice.payload["candidates"]]
+    assert PRIYA in emails
+
+
+def test_the_same_message_twice_has_one_effect(app: App, clock: FixedClock) -> None:
+    _sent_day(app, clock)
+    mid, subject, _ = _first_sent(app, PRIYA, REPORTS)
+    raw = _mail(PRIYA, f"Re: {subject}", "Sounds good.\n", in_reply_to=mid)
+    first = ingest_raw(app, raw, "imap")
+    again = ingest_raw(app, b"Received: from another.relay\r\n" + raw, "webhook")
+    assert not first.duplicate and again.duplicate
+    assert again.inbound_id == first.inbound_id
+    with app.uow() as uow:
+        assert uow.session.scalar(select(func.count()).select_from(m.Reply)) == 1
+        assert uow.session.scalar(select(func.count()).select_from(m.InboundMessage)) == 1
+
+
+def test_unmatched_and_unparsable_messages_are_kept(app: App, clock: FixedClock) -> None:
+    _sent_day(app, clock)
+    unmatched = ingest_raw(app, _mail("stranger@elsewhere.test", "hello", "Who are you?\n"), "test")
+    assert unmatched.status == "unmatched"
+    broken = ingest_raw(app, b"\x00\x01 not an email at all \xff", "test")
+    with app.uow() as uow:
+        rows = dict(uow.session.execute(select(m.InboundMessage.id, m.InboundMessage.status)).all())
+    assert rows[unmatched.inbound_id] == "unmatched"
+    assert rows[broken.inbound_id] in ("unparsable", "unmatched")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    data=st.one_of(
+        st.binary(max_size=2000),
+        st.text(max_size=1500).map(
+            lambda t: ("From: a@b.test\nSubject: x\n\n" + t).encode("utf-8", "replace")
+        ),
+    )
+)
+def test_no_input_crashes_the_ingest_loop(app: App, data: bytes) -> None:
+    result = ingest_raw(app, data, "fuzz")
+    assert result.status in ("matched", "probable", "unmatched", "unparsable")
+    with app.uow() as uow:
+        assert uow.session.get(m.InboundMessage, result.inbound_id) is not None
+
+
+def test_mbox_streams_and_unquotes_from_lines() -> None:
+    mbox = (
+        b"From a@b Mon Dec  7 10:00:00 2026\nSubject: one\n\nfirst\n>From the start\n\n"
+        b"From c@d Mon Dec  7 10:01:00 2026\nSubject: two\n\nsecond\n\n"
+        b"From e@f Mon Dec  7 10:02:00 2026\nSubject: three\n\nthird\n"
+    )
+    items = list(iter_messages(["-"], io.BytesIO(mbox)))
+    assert [i.origin for i in items] == ["-#1", "-#2", "-#3"]
+    assert items[0].raw == b"Subject: one\n\nfirst\nFrom the start\n"
+    assert items[2].raw.endswith(b"third\n")
+
+
+def test_ingest_timing_uses_our_clock(app: App, clock: FixedClock) -> None:
+    _sent_day(app, clock)
+    clock.advance(timedelta(hours=1))
+    mid, subject, _ = _first_sent(app, PRIYA, REPORTS)
+    ingest_raw(app, _mail(PRIYA, f"Re: {subject}", "ok\n", in_reply_to=mid), "test")
+    with app.uow() as uow:
+        assert uow.session.scalars(select(m.Reply.received_at)).one() == clock.now()
