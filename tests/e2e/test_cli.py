@@ -438,3 +438,37 @@ def test_demo_runs_and_shows_a_reply(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "replied" in result.stdout
     assert list((tmp_path / "demo-outbox" / "new").glob("*.eml"))
+
+
+def test_ingest_mbox_maildir_and_stdin_through_the_cli(ws: Workspace) -> None:
+    ws.tick(ENROLLED_AT, "2026-12-07T23:00:00Z")
+    first = next(m for m in ws.emails() if recipient(m) == "priya@fernhollow.test")
+    reply = (
+        f"From: Priya Raman <priya@fernhollow.test>\nTo: dana@northwind-analytics.test\n"
+        f"Subject: Re: {first['Subject']}\nMessage-ID: <r1@fernhollow.test>\n"
+        f"In-Reply-To: {first['Message-ID']}\n\nLet's talk Thursday.\n"
+    )
+    stranger = "From: who@nowhere.test\nSubject: hello\nMessage-ID: <s1@nowhere.test>\n\nHi\n"
+    mbox = ws.root / "in.mbox"
+    mbox.write_text(f"From x Mon Dec  7 10:00:00 2026\n{reply}\nFrom y Mon Dec  7 10:00:00 2026\n{stranger}")
+    maildir = ws.root / "Maildir"
+    for sub in ("cur", "new", "tmp"):
+        (maildir / sub).mkdir(parents=True)
+    (maildir / "new" / "1.eml").write_text(reply)  # the same reply again: one effect
+    result = ws.json("ingest", str(mbox), str(maildir), now="2026-12-08T12:00:00Z")
+    assert result["counts"] == {"matched": 1, "unmatched": 1, "duplicate": 1}
+    assert ws.lead("priya@fernhollow.test")["lead"]["reply_state"] == "replied"
+    piped = subprocess.run(
+        [sys.executable, "-m", "replyguard", "--db", ws.db, "ingest", "-", "--json"],
+        input=b"\x00\xff garbage",
+        cwd=ws.root,
+        env=ws.env(),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert piped.returncode == 0, piped.stderr
+    unmatched = ws.json("inbound", "list", "--status", "unmatched")
+    assert [item["message_id"] for item in unmatched] == ["<s1@nowhere.test>"]
+    missing = ws.fails("ingest", str(ws.root / "nope.eml"), code=2)
+    assert "no such file" in missing
