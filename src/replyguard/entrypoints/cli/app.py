@@ -147,25 +147,27 @@ def leads_import(
 ) -> None:
     """Import contacts from a CSV file as leads of a product. Re-importing updates."""
     from replyguard.domain.leads_csv import LeadFileError, read_leads
-    from replyguard.service_layer.leads import import_leads
+    from replyguard.service_layer.leads import ImportReport, import_leads
 
     try:
-        data = file.read_bytes()
-        rows = []
-        with Progress(console=err, transient=True) as progress:
-            task = progress.add_task("reading", total=len(data) or 1)
-            for row in read_leads(data):
-                rows.append(row)
-                progress.update(task, advance=0)
-            progress.update(task, completed=len(data) or 1)
+        rows = list(read_leads(file.read_bytes()))
     except FileNotFoundError:
         fail(f"{file}: no such file", code=2)
     except LeadFileError as exc:
         fail(f"{file}: {exc}", code=2)
     instance = open_app(ctx)
-    with instance.uow() as uow:
-        report = import_leads(uow, product, rows)
-        uow.commit()
+    report = ImportReport()
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task(f"importing {file.name}", total=len(rows))
+        for start in range(0, len(rows), 500):
+            chunk = rows[start : start + 500]
+            with instance.uow() as uow:
+                part = import_leads(uow, product, chunk)
+                uow.commit()
+            report.created += part.created
+            report.updated += part.updated
+            report.errors += part.errors
+            progress.advance(task, len(chunk))
     for problem in report.errors:
         err.print(f"[yellow]{file}:{problem.line}:[/] {problem.message}", highlight=False)
     out.print(f"{report.created} created, {report.updated} updated, {len(report.errors)} rows skipped")
@@ -531,6 +533,12 @@ def demo(
 
     options = opts(ctx)
     raise typer.Exit(run_demo(options.db or "sqlite:///demo.db", examples, outbox, out))
+
+
+from replyguard.entrypoints.cli import listen_cmd, serve_cmd  # noqa: E402
+
+serve_cmd.register(app)
+listen_cmd.register(app)
 
 
 def main() -> None:
