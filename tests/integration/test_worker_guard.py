@@ -295,3 +295,21 @@ def test_postgres_a_reply_waits_for_the_send_under_way_and_sees_it_crossed(
     with app.uow() as uow:
         step = uow.session.scalars(select(m.Step).where(m.Step.position == 1)).one()
         assert (step.state, step.crossed) == ("sent", True)
+
+
+def test_a_transport_that_raises_does_not_stop_the_worker(app: App, clock: FixedClock) -> None:
+    emails = simple_workspace(app, 2)
+    clock.advance(MONDAY_10)
+
+    class Raising(ScriptedTransport):
+        def send(self, email: OutgoingEmail, before_commit: BeforeCommitHook | None = None) -> Delivery:
+            self.calls.append(email.send_key)
+            if len(self.calls) == 1:
+                raise ValueError("unsafe header")
+            raise OSError("disk on fire")
+
+    transport = Raising()
+    report = Worker(app, transport).run_once()
+    assert (report.failed, report.unknown) == (1, 1)  # both steps handled, the loop went on
+    states = sorted(lead_state(app, e, "P") for e in emails)
+    assert states == ["active", "held"]  # the unknown outcome is held; the refused one is not

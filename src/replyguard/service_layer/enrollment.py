@@ -12,7 +12,7 @@ from datetime import timedelta
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
-from replyguard.domain.addresses import domain_of
+from replyguard.domain.addresses import UnsafeHeaderValue, check_header_value, domain_of
 from replyguard.domain.inbound.subjects import subject_key
 from replyguard.domain.message_ids import message_id_for, send_key
 from replyguard.domain.schedule import SendWindow, load_zone, plan_due
@@ -120,7 +120,10 @@ def _enroll_one(
             )
             for s in steps
         ]
-    except TemplateError as exc:
+        for subject, _body in rendered:
+            if subject is not None:
+                check_header_value("subject", subject)
+    except (TemplateError, UnsafeHeaderValue) as exc:
         report.skipped.append((address, str(exc)))
         return
     enrollment = m.Enrollment(

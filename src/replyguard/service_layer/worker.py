@@ -40,6 +40,7 @@ from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.schedule import SendWindow, load_zone, local_day, next_day_start, plan_due
 from replyguard.domain.send_policy import SendCheck, Stale, backoff, recheck
 from replyguard.domain.states import ReplyState, StepState
+from replyguard.service_layer.failpoints import InjectedCrash
 
 log = logging.getLogger(__name__)
 
@@ -270,7 +271,7 @@ class Worker:
                     self.app.failpoints.hit("before_data")
                     conn.execute(text("SELECT 1"))
 
-                delivery = self.transport.send(email, before_commit=still_locked)
+                delivery = self._hand_over(email, still_locked)
                 self.app.failpoints.hit("after_transport")
                 result = self._record(conn, claim, delivery)
                 self.app.failpoints.hit("before_record_commit")
@@ -292,9 +293,23 @@ class Worker:
             email = self._email(conn, claim.step_id)
             self._mark_sending(conn, claim, email)
         self.app.failpoints.hit("after_marker")
-        delivery = self.transport.send(email, before_commit=lambda: self.app.failpoints.hit("before_data"))
+        delivery = self._hand_over(email, lambda: self.app.failpoints.hit("before_data"))
         self.app.failpoints.hit("after_transport")
         return self._record_fresh(claim, delivery)
+
+    def _hand_over(self, email: OutgoingEmail, before_commit: Callable[[], None]) -> Delivery:
+        """The transport call. Transports report delivery problems as a Delivery; anything they
+        raise instead is judged here so that one bad email cannot stop the worker."""
+        try:
+            return self.transport.send(email, before_commit=before_commit)
+        except InjectedCrash:
+            raise
+        except ValueError as exc:
+            # Refused while building the message (an unsafe header): nothing was sent.
+            return Delivery(Outcome.PERMANENT, f"could not build the message: {exc}")
+        except Exception as exc:  # an unknown failure is an unknown outcome
+            log.exception("step %s: transport raised", email.send_key)
+            return Delivery(Outcome.UNKNOWN, f"transport raised {exc.__class__.__name__}")
 
     def _record_fresh(self, claim: Claim, delivery: Delivery) -> str:
         with self.engine.connect() as conn, conn.begin():
@@ -774,7 +789,14 @@ def run_forever(
 ) -> WorkerReport:
     total = WorkerReport()
     while not should_stop():
-        report = worker.run_once(max_batches=50)
+        try:
+            report = worker.run_once(max_batches=50)
+        except DBAPIError as exc:
+            # The database went away (restart, failover): claims and markers are durable, so
+            # waiting and starting over loses nothing.
+            log.warning("database error, retrying: %s", str(exc).splitlines()[0])
+            sleep(worker.app.settings.poll_interval * 5)
+            continue
         total.add(report)
         if report.claimed == 0:
             sleep(worker.app.settings.poll_interval)
