@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 
@@ -18,6 +18,20 @@ def _seconds(name: str, default: float) -> timedelta:
     if value <= 0:
         raise ValueError(f"{name} must be positive, got {raw!r}")
     return timedelta(seconds=value)
+
+
+def _secret(name: str) -> str | None:
+    """An optional secret: unset or empty means "not configured"."""
+    return os.environ.get(name) or None
+
+
+def _bytes(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit() or int(raw) <= 0:
+        raise ValueError(f"{name} must be a positive number of bytes, got {raw!r}")
+    return int(raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +50,14 @@ class Settings:
     max_pause: timedelta = timedelta(days=60)
     public_url: str = "http://localhost:8000"
     poll_interval: float = 1.0
+    #: Inbound webhook secrets. A provider whose secret is missing is disabled (its endpoint
+    #: answers 404), never open. Kept out of repr so that they are never logged.
+    mailgun_signing_key: str | None = field(default=None, repr=False)
+    postmark_user: str | None = field(default=None, repr=False)
+    postmark_password: str | None = field(default=None, repr=False)
+    sendgrid_secret: str | None = field(default=None, repr=False)
+    #: The largest inbound request body (webhook POST) accepted; larger ones get 413.
+    inbound_max_bytes: int = 25 * 1024 * 1024
     #: TEST-ONLY, NEVER IN PRODUCTION: skip the lead lock and the re-check at send time
     #: (env REPLYGUARD_UNSAFE_SKIP_RECHECK=1). It exists so the fault campaign can prove its
     #: checker catches a broken guard (tests/integration/test_torture_short.py).
