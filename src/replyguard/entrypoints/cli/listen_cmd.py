@@ -1,0 +1,41 @@
+"""`replyguard listen`: receive replies from the MTA over LMTP (default) or plain SMTP."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def listen(
+        ctx: typer.Context,
+        lmtp: Annotated[bool, typer.Option("--lmtp/--smtp", help="Protocol to speak.")] = True,
+        host: Annotated[str, typer.Option("--host", help="Interface to bind (keep it private).")] = (
+            "127.0.0.1"
+        ),
+        port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8024,
+    ) -> None:
+        """Store every delivered message, then answer 250 (451 if it could not be stored)."""
+        from replyguard.adapters.lmtp_listener import Listener
+        from replyguard.entrypoints.cli.app import err, open_app
+
+        instance = open_app(ctx, running_clock=True)
+        listener = Listener(instance, lmtp=lmtp, host=host, port=port)
+        stopping = threading.Event()
+
+        def _stop(_signum: int, _frame: object) -> None:
+            stopping.set()
+
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+        listener.start()
+        err.print(f"listening for {'LMTP' if lmtp else 'SMTP'} on {host}:{port}; Ctrl-C stops")
+        try:
+            stopping.wait()
+        finally:
+            listener.stop()
+            instance.close()
