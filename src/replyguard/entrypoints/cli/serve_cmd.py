@@ -1,0 +1,44 @@
+"""`replyguard serve`: the HTTP surface (one-click unsubscribe, inbound webhooks) via uvicorn."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Annotated
+
+import typer
+
+#: Secrets travel in some URLs (SendGrid's path secret, unsubscribe tokens): never log them.
+_SECRET_IN_PATH = re.compile(r"(/hooks/sendgrid/|/u/|[?&]secret=)[^/?&\s\"]+")
+
+
+class RedactSecrets(logging.Filter):
+    """Rewrites uvicorn access-log arguments so URL secrets do not reach the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                _SECRET_IN_PATH.sub(r"\1…", a) if isinstance(a, str) else a for a in record.args
+            )
+        return True
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def serve(
+        ctx: typer.Context,
+        host: Annotated[str, typer.Option("--host", help="Interface to bind.")] = "127.0.0.1",
+        port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
+    ) -> None:
+        """Serve one-click unsubscribe and the Mailgun/Postmark/SendGrid inbound webhooks."""
+        import uvicorn
+
+        from replyguard.entrypoints.cli.app import open_app
+        from replyguard.entrypoints.http import create_app
+
+        instance = open_app(ctx, running_clock=True)
+        logging.getLogger("uvicorn.access").addFilter(RedactSecrets())
+        try:
+            uvicorn.run(create_app(instance), host=host, port=port, proxy_headers=True)
+        finally:
+            instance.close()

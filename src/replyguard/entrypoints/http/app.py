@@ -1,0 +1,51 @@
+"""The FastAPI application factory. The replyguard App is passed in: no globals, no wiring
+at import time. Endpoints are sync (FastAPI runs them in its thread pool) because the
+service layer is; only body reading is async.
+
+Errors are translated here and nowhere else: services raise their own exceptions.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse, PlainTextResponse
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.requests import Request
+
+from replyguard.bootstrap import App
+from replyguard.entrypoints.http import mailgun, postmark, sendgrid, unsubscribe
+from replyguard.entrypoints.http.forms import BadForm, BodyTooLarge
+
+log = logging.getLogger(__name__)
+
+
+def create_app(app: App) -> FastAPI:
+    """An ASGI app serving one-click unsubscribe, the inbound webhooks and /healthz."""
+    api = FastAPI(title="replyguard", docs_url=None, redoc_url=None, openapi_url=None)
+    api.state.replyguard = app
+    for module in (unsubscribe, mailgun, postmark, sendgrid):
+        api.include_router(module.router(app))
+
+    @api.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @api.exception_handler(BodyTooLarge)
+    def too_large(_request: Request, _exc: Exception) -> PlainTextResponse:
+        return PlainTextResponse("request body too large", status_code=413)
+
+    @api.exception_handler(BadForm)
+    def bad_form(_request: Request, _exc: Exception) -> PlainTextResponse:
+        return PlainTextResponse("bad request", status_code=400)
+
+    @api.exception_handler(SQLAlchemyError)
+    def storage_down(_request: Request, exc: Exception) -> JSONResponse:
+        # Nothing was acknowledged: the provider (or the person) tries again later. The path
+        # is not logged (it may carry a secret), nor the message (it may carry the mail).
+        log.error("storage error: %s", exc.__class__.__name__)
+        headers = {"Retry-After": "60"}
+        return JSONResponse({"detail": "temporarily unavailable"}, status_code=503, headers=headers)
+
+    return api

@@ -1,0 +1,62 @@
+"""Webhook authentication checks: pure functions, constant-time compares, no I/O.
+
+Each returns normally or raises `Rejected` with a reason meant for logs, never for the caller.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+from datetime import datetime, timedelta
+
+#: How far a signed timestamp may be from our clock, in either direction.
+MAX_SKEW = timedelta(minutes=5)
+MAX_TOKEN = 200
+
+
+class Rejected(Exception):
+    """The request is not provably from the provider; answer 401/403 and record nothing."""
+
+
+def same(given: str, expected: str) -> bool:
+    """Constant-time equality of two strings (any characters; compared as UTF-8 bytes)."""
+    return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode("utf-8", "replace"))
+
+
+def verify_mailgun(signing_key: str, timestamp: str, token: str, signature: str, *, now: datetime) -> None:
+    """Mailgun: hex HMAC-SHA256(signing key, timestamp + token) == signature, and fresh."""
+    if not timestamp or not token or not signature or len(token) > MAX_TOKEN:
+        raise Rejected("signature fields missing or malformed")
+    expected = hmac.new(signing_key.encode(), f"{timestamp}{token}".encode(), hashlib.sha256).hexdigest()
+    if not same(signature.lower(), expected):
+        raise Rejected("signature mismatch")
+    try:
+        signed_at = datetime.fromtimestamp(int(timestamp), tz=now.tzinfo)
+    except (ValueError, OverflowError, OSError):
+        raise Rejected("timestamp is not a number of seconds") from None
+    if abs(now - signed_at) > MAX_SKEW:
+        raise Rejected(f"timestamp {timestamp} is more than {MAX_SKEW} from now")
+
+
+def verify_basic(authorization: str | None, user: str, password: str) -> None:
+    """HTTP Basic credentials equal to (user, password); both compared in full, constant time."""
+    scheme, _, encoded = (authorization or "").partition(" ")
+    if scheme.lower() != "basic":
+        raise Rejected("no basic credentials")
+    try:
+        decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise Rejected("malformed basic credentials") from None
+    given_user, sep, given_password = decoded.partition(":")
+    user_ok = same(given_user, user)
+    password_ok = same(given_password, password)
+    if not (sep and user_ok and password_ok):
+        raise Rejected("wrong basic credentials")
+
+
+def verify_secret(given: str | None, secret: str) -> None:
+    """A shared secret carried in the URL, compared in constant time."""
+    if not given or not same(given, secret):
+        raise Rejected("wrong or missing URL secret")
