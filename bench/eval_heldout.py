@@ -1,0 +1,94 @@
+"""Classification accuracy on the held-out set (tests/fixtures/heldout/build.py), built in memory.
+
+Usage: .venv/bin/python bench/eval_heldout.py [--out PATH] [--show-errors]
+
+The held-out messages were authored independently of the shared corpus the rules were tuned
+on, so this is the better estimate of accuracy on unseen mail. Prints the same report as
+bench/eval_classifier.py plus left-company / new-contact checks, and writes JSON to
+bench/results/eval_heldout.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from rich.console import Console
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from eval_common import REPO, Item, print_report, score
+
+BUILD = REPO / "tests" / "fixtures" / "heldout" / "build.py"
+
+
+def load_build() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("heldout_build", BUILD)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["heldout_build"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def heldout_items() -> list[Item]:
+    cases = load_build().build()
+    return [
+        Item(c.name, c.kind, c.dates, c.raw, c.lang,
+             {"expected_left_company": c.left_company, "expected_new_contact": c.new_contact})
+        for c in cases
+    ]  # fmt: skip
+
+
+def evaluate() -> dict[str, object]:
+    report = score(heldout_items())
+    results = report["results"]
+    assert isinstance(results, list)
+    checks = [r for r in results if r.get("expected_left_company") is not None]
+    report["left_company"] = {
+        "total": len(checks),
+        "correct": sum(
+            1
+            for r in checks
+            if r["left_company"] == r["expected_left_company"]
+            and r["new_contact"] == r["expected_new_contact"]
+        ),
+        "failures": [
+            {k: r[k] for k in ("file", "left_company", "new_contact", "expected_new_contact")}
+            for r in checks
+            if r["left_company"] != r["expected_left_company"]
+            or r["new_contact"] != r["expected_new_contact"]
+        ],
+    }
+    report.pop("results")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "eval_heldout.json")
+    parser.add_argument("--show-errors", action="store_true")
+    args = parser.parse_args(argv)
+    console = Console()
+    report = evaluate()
+    print_report(report, console, args.show_errors, title="Held-out set. ")
+    left = report["left_company"]
+    assert isinstance(left, dict)
+    console.print(f"Left company + new contact right: {left['correct']}/{left['total']}")
+    if args.show_errors:
+        for failure in left["failures"]:
+            console.print(f"[cyan]left {failure}[/]")
+    console.print(f"{report['messages']} messages in {report['seconds']:.2f}s")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+    )
+    console.print(f"Report written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
