@@ -179,3 +179,37 @@ def test_localised_auto_reply_subjects_without_headers():
         assert phrases.first_match(phrases.AUTO_SUBJECT, subject), subject
     for subject in ("Re: Automatic reply to your offer", "Auto-renewal question", "Abwesenheit im August"):
         assert phrases.first_match(phrases.AUTO_SUBJECT, subject) is None, subject
+
+
+def test_words_alone_never_make_a_machine(mail, run):
+    # An auto-reply phrase and an out-of-office phrase, but no header a responder sets.
+    raw = mail("Sorry - my auto-reply fired by mistake, I'm not out of the office. Call me at 11.")
+    assert run(raw).kind is ReplyKind.HUMAN_REPLY
+
+
+def test_subject_behind_a_reply_prefix_is_the_answered_subject(mail, run):
+    raw = mail("Back early - send it over.", subject="Re: AUTO: John Smith is out of the office")
+    assert run(raw).kind is ReplyKind.HUMAN_REPLY
+    raw = mail("I am away.", subject="Re: hello (Automatic Response)", headers={"Return-Path": "<>"})
+    assert run(raw).kind is not ReplyKind.HUMAN_REPLY
+
+
+def test_mailing_list_precedence_is_not_a_responder_signal(mail, run):
+    raw = mail(
+        "I'm on vacation until the 29th, but yes, go ahead.",
+        headers={"Precedence": "list", "List-Id": "<team.example.org>"},
+    )
+    assert run(raw).kind is ReplyKind.HUMAN_REPLY
+
+
+def test_quoted_history_discounts_body_wording(mail, run):
+    body = "I was out of office last week. Yes, Thursday.\n\nOn Mon, Jul 15, 2024 Max wrote:\n> Hi"
+    assert run(mail(body, headers={"Return-Path": "<>"})).kind is ReplyKind.HUMAN_REPLY
+
+
+def test_auto_submitted_no_declares_a_person(mail, run):
+    raw = mail(
+        "Thank you for your message. I will get back to you shortly.",
+        headers={"Auto-Submitted": "no", "Precedence": "bulk"},
+    )
+    assert run(raw).kind is ReplyKind.HUMAN_REPLY

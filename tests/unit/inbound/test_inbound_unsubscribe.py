@@ -57,3 +57,18 @@ def test_arf_reports_count_as_unsubscribe(run, feedback_type):
     result = run(arf(feedback_type))
     assert result.kind is ReplyKind.UNSUBSCRIBE
     assert result.evidence == (f"arf:{feedback_type}",)
+
+
+def test_more_ways_to_say_stop(mail, run):
+    for text in (
+        "Bitte nehmen Sie mich aus Ihrem Verteiler.",
+        "Merci de ne plus m'écrire.",
+        "Por favor, dejen de enviarme correos.",
+    ):
+        assert run(mail(text)).kind is ReplyKind.UNSUBSCRIBE, text
+
+
+def test_newsletter_unsubscribe_with_a_question_is_a_conversation(mail, run):
+    text = "Please unsubscribe me from your newsletter - but can you call me Friday about the pilot?"
+    assert run(mail(text)).kind is ReplyKind.HUMAN_REPLY
+    assert run(mail("Please unsubscribe me from your newsletter.")).kind is ReplyKind.UNSUBSCRIBE

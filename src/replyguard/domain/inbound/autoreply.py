@@ -16,6 +16,7 @@ from email.message import Message
 
 from replyguard.domain.inbound import phrases
 from replyguard.domain.inbound.parse import header, header_names, raw_header
+from replyguard.domain.inbound.subjects import has_reply_prefix
 
 _WEAK_THRESHOLD = 2.0
 _VENDOR_AUTOREPLY_HEADERS = (
@@ -95,7 +96,8 @@ def _strong_headers(msg: Message, names: set[str], ev: list[str], ooo: list[str]
 def _weak_headers(msg: Message, names: set[str], from_address: str | None, ev: list[str]) -> float:
     score = 0.0
     precedence = (header(msg, "precedence") or header(msg, "x-precedence")).lower()
-    if precedence in {"bulk", "junk", "list"}:
+    # A mailing list sets Precedence on every post it relays, people's replies included.
+    if precedence in {"bulk", "junk", "list"} and "list-id" not in names:
         score += 1
         ev.append(f"header:precedence-{precedence}")
     if raw_header(msg, "return-path") in {"<>", "< >"}:
@@ -121,38 +123,64 @@ def _new_contact(text: str, own: str | None) -> str | None:
     return None
 
 
-def detect_auto_reply(msg: Message, subject: str, new_text: str, from_address: str | None) -> AutoVerdict:
-    """Decide whether `msg` is an automatic reply; see the module docstring for the rule."""
+def _subject_signals(subject: str, ev: list[str]) -> tuple[str | None, str | None]:
+    """(strong language, weak language) from the subject.
+
+    Behind a reply prefix ("Re: AUTO: Jana is out of the office") the words are the subject of
+    the message being answered, so only a responder's suffix ("... (Automatic Response)") counts.
+    """
+    if has_reply_prefix(subject):
+        if phrases.first_match(phrases.AUTO_SUBJECT_SUFFIX, subject):
+            ev.append("subject:en:auto-reply")
+            return "en", None
+        return None, None
+    strong = phrases.first_match(phrases.AUTO_SUBJECT, subject) or phrases.first_match(
+        phrases.AUTO_SUBJECT_SUFFIX, subject
+    )
+    if strong:
+        ev.append(f"subject:{strong}:auto-reply")
+    weak = phrases.first_match(phrases.WEAK_SUBJECT, subject)
+    if weak:
+        ev.append(f"subject:{weak}:weak")
+    return strong, weak
+
+
+def detect_auto_reply(
+    msg: Message, subject: str, new_text: str, from_address: str | None, *, quoted: bool = False
+) -> AutoVerdict:
+    """Decide whether `msg` is an automatic reply; see the module docstring for the rule.
+
+    `quoted` says the sender quoted earlier messages below the new text, which responders do
+    not do: body wording then counts for nothing.
+    """
     names = header_names(msg)
     ev: list[str] = []
     ooo: list[str] = []
     strong = _strong_headers(msg, names, ev, ooo)
-    weak = _weak_headers(msg, names, from_address, ev)
-    lang: str | None = None
-    subject_lang = phrases.first_match(phrases.AUTO_SUBJECT, subject)
-    if subject_lang:
-        strong = True
-        ev.append(f"subject:{subject_lang}:auto-reply")
-        lang = subject_lang
-    weak_subject = phrases.first_match(phrases.WEAK_SUBJECT, subject)
-    if weak_subject:
-        weak += 1
-        ev.append(f"subject:{weak_subject}:weak")
-        lang = lang or weak_subject
+    header_weak = _weak_headers(msg, names, from_address, ev)
+    subject_lang, weak_subject = _subject_signals(subject, ev)
+    strong = strong or subject_lang is not None
+    text_weak = 1.0 if weak_subject else 0.0
+    lang = subject_lang or weak_subject
     head = new_text[:1500]
-    body_lang = phrases.first_match(phrases.AUTO_BODY, head)
+    body_lang = None if quoted else phrases.first_match(phrases.AUTO_BODY, head)
     if body_lang:
-        weak += 1
+        text_weak += 1
         ev.append(f"body:{body_lang}:auto-phrase")
     body_ooo = phrases.first_match(phrases.OOO, head)
     ooo_lang = body_ooo or phrases.first_match(phrases.OOO, subject)
     challenge = phrases.first_match(phrases.CHALLENGE, head)
     if challenge:
-        weak += 1
+        text_weak += 1
         ev.append(f"body:{challenge}:challenge-response")
-    if body_ooo:
-        weak += 1  # only supporting: a person may well write that they were away
-    automatic = strong or weak >= _WEAK_THRESHOLD
+    if body_ooo and not quoted:
+        text_weak += 1  # only supporting: a person may well write that they were away
+    # Words alone never make a machine: people write "I was out of office" or "my auto-reply
+    # misfired". The weak path needs a header that a responder sets; "Auto-Submitted: no" is
+    # the sender saying outright that a person wrote this (helpdesk tools set it on agents' mail).
+    declared_human = header(msg, "auto-submitted").lower().startswith("no")
+    weak_ok = header_weak >= 1 and header_weak + text_weak >= _WEAK_THRESHOLD and not declared_human
+    automatic = strong or weak_ok
     if not automatic:
         return AutoVerdict(False, False, False, None, (), None)
     left_lang = phrases.first_match(phrases.LEFT_COMPANY, head)

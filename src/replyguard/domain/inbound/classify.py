@@ -23,7 +23,7 @@ from replyguard.domain.inbound.parse import (
     header,
     parse_message,
 )
-from replyguard.domain.inbound.quotes import new_text_from_body
+from replyguard.domain.inbound.quotes import new_text_with_history
 from replyguard.domain.inbound.returndate import find_return_date
 from replyguard.domain.inbound.unsubscribe import detect_unsubscribe
 from replyguard.domain.states import ReplyKind
@@ -120,10 +120,10 @@ def classify_message(msg: EmailMessage) -> Classification:
         # A robot's notice has no quoted history to strip; its text is shown as it came.
         reply = full.strip()[:_MAX_NOTICE_CHARS]
     else:
-        reply = new_text_from_body(body)
+        reply, quoted = new_text_with_history(body)
         unsubscribe_ev = detect_unsubscribe(msg, subject, reply)
         arf = any(e.startswith("arf:") for e in unsubscribe_ev)
-        auto = detect_auto_reply(msg, subject, reply, sender)
+        auto = detect_auto_reply(msg, subject, reply, sender, quoted=quoted)
         if arf:
             kind, evidence = ReplyKind.UNSUBSCRIBE, unsubscribe_ev
         elif auto.automatic:

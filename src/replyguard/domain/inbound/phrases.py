@@ -39,7 +39,7 @@ AUTO_SUBJECT = _family(
             r"^\s*(?:out of (?:the )?office(?: reply| autoreply| alert)?|auto response|"
             r"automatic reply|autoreply)\s*$",
         ),
-        ("en", r"\((?:automatic|auto) (?:response|reply)\)\s*$|\bis out of the office\b"),
+        ("en", r"\bis out of the office\b"),
         ("en", r"^\s*\[?(?:auto[ -]?generated|auto[ -]?reply|autoresponse)\]"),
         (
             "de",
@@ -63,10 +63,17 @@ AUTO_SUBJECT = _family(
         ("da", r"^\s*(?:automatisk svar|autosvar|fraværende|fravær)\s*:"),
         ("pl", r"^\s*\[?(?:automatyczna odpowied[źz]|odpowied[źz] automatyczna)\b"),
         ("fi", r"^\s*(?:automaattinen vastaus|poissa)\s*:"),
+        ("nb", r"^\s*(?:automatisk svar|fravær)\s*:"),
+        ("cs", r"^\s*(?:automatická odpověď|automaticka odpoved|nepřítomnost)\s*:"),
+        ("tr", r"^\s*(?:otomatik (?:yanıt|cevap|yanit)|ofis dışında)\s*:"),
+        ("ru", r"^\s*(?:автоматический ответ|автоответ|нет на месте)\s*:"),
         ("ja", r"^\s*(?:自動応答|自動返信|不在)"),
         ("zh", r"^\s*(?:自动回复|自動回覆)"),
     ]
 )
+
+#: A responder's suffix after the original subject ("Re: hello (Automatic Response)", AOL).
+AUTO_SUBJECT_SUFFIX = _family([("en", r"\((?:automatic|auto) (?:response|reply)\)\s*$")])
 
 #: Subjects that suggest an automatic message but that a person could also write.
 WEAK_SUBJECT = _family(
@@ -138,6 +145,10 @@ OOO = _family(
         ),
         ("pl", r"\bna urlopie\b|\bpoza biurem\b|\bnieobecn\w*\b|\bna zwolnieniu\b"),
         ("fi", r"\blomalla\b|\bpoissa toimistolta\b"),
+        ("nb", r"\bhar ferie\b|\bpå ferie\b|\bikke på kontoret\b"),
+        ("cs", r"\bna dovolené\b|\bmimo kancelář\b|\bnepřítomn\w*"),
+        ("tr", r"\bizindeyim\b|\btatildeyim\b|\bofis dışında\w*"),
+        ("ru", r"\bв отпуске\b|\bвне офиса\b|\bв командировке\b"),
         ("ja", r"休暇|不在|出張"),
         ("zh", r"休假|不在办公室"),
     ]

@@ -59,6 +59,9 @@ _LOTUS = re.compile(r"^\s*(?:Sent by|Please respond to)\s*:?", re.IGNORECASE)
 # New text sits at the top; a history marker further down than this is not worth the scan.
 _MAX_SCAN_LINES = 400
 _EMAIL_IN_LINE = re.compile(r"\S+@\S+")
+_HTML_QUOTE = re.compile(
+    r"<blockquote|gmail_quote|divRplyFwdMsg|moz-cite-prefix|yahoo_quoted|OLK_SRC_BODY_SECTION", re.I
+)
 
 
 def _is_outlook_block(lines: list[str], i: int) -> bool:
@@ -128,23 +131,41 @@ def _tidy(lines: list[str]) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
-def new_text(plain: str) -> str:
-    """The sender's new words in a plain-text body: history and signature removed."""
+def split_new_text(plain: str) -> tuple[str, bool]:
+    """The sender's new words, and whether quoted history (a quote header or '>' lines) was found."""
     lines = plain.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     cut = _split_at_history(lines)
     top = strip_signature(_tidy(lines[:cut]))
-    if top or cut >= len(lines):
-        return top
+    history = cut < len(lines)
+    if top or not history:
+        return top, history
     # Bottom-posting (Thunderbird, mailing-list style): the new words sit below '>' quotes.
     rest = [line for line in lines[cut:] if not line.lstrip().startswith(">")]
     rest = [line for i, line in enumerate(rest) if not _is_header_at(rest, i)]
-    return strip_signature(_tidy(rest))
+    return strip_signature(_tidy(rest)), history
+
+
+def new_text(plain: str) -> str:
+    """The sender's new words in a plain-text body: history and signature removed."""
+    return split_new_text(plain)[0]
+
+
+def new_text_with_history(body: Body) -> tuple[str, bool]:
+    """New text from a parsed body, and whether the sender quoted earlier messages below it.
+
+    Quoting is a human habit: out-of-office and other responders answer without the history.
+    For HTML-only mail, a client quote element (Gmail's gmail_quote, a blockquote, Outlook's
+    reply separator) counts as history too.
+    """
+    if body.plain.strip():
+        return split_new_text(body.plain)
+    if body.html.strip():
+        rendered = html_to_text(body.html, cut_quotes=True)
+        text, history = split_new_text(rendered)
+        return text, history or _HTML_QUOTE.search(body.html) is not None
+    return "", False
 
 
 def new_text_from_body(body: Body) -> str:
     """New text from a parsed body; HTML-only mail loses its client quote markup first."""
-    if body.plain.strip():
-        return new_text(body.plain)
-    if body.html.strip():
-        return new_text(html_to_text(body.html, cut_quotes=True))
-    return ""
+    return new_text_with_history(body)[0]

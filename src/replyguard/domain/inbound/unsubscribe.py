@@ -29,27 +29,32 @@ _WORDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"\babmelden\b|\baustragen\b|\bverteiler\b.{0,40}\b(?:entfernen|streichen|"
             r"löschen|nehmen)\b|\bentfernen sie mich\b|\bkeine (?:weiteren )?(?:e-?mails|"
             r"nachrichten|werbung)\b|\bnicht mehr (?:kontaktieren|anschreiben)\b|"
-            r"\babbestellen\b|\bwiderspreche\b",
+            r"\babbestellen\b|\bwiderspreche\b|\b(?:aus|von) (?:ihrem|ihrer|eurem|eurer|dem|der|diesem|"
+            r"dieser) (?:e-?mail-?)?(?:verteiler|liste|mailingliste|newsletter)\b",
         ),
         (
             "fr",
             r"\bdésabonner\b|\bdésinscri\w*|\bretirez[- ]moi\b|\bne plus recevoir\b|"
-            r"\bne (?:me )?(?:contactez|écrivez) plus\b|\bsupprimez[- ]moi\b",
+            r"\bne (?:me )?(?:contactez|écrivez) plus\b|\bsupprimez[- ]moi\b|"
+            r"\bne plus (?:me |m['’])?(?:écrire|contacter|envoyer|solliciter|relancer)\b",
         ),
         (
             "es",
             r"\bdar(?:me)? de baja\b|\bdarse de baja\b|\bno me (?:envíe|envíen|escriba|"
-            r"contacte)n? más\b|\belimín(?:e|en)me\b|\beliminarme de\b|\bquitarme de\b",
+            r"contacte)n? más\b|\belimín(?:e|en)me\b|\beliminarme de\b|\bquitarme de\b|"
+            r"\bdej(?:en|e|ad|a) de (?:enviar|escribir|mandar|contactar)\w*",
         ),
         (
             "it",
             r"\bdisiscriv\w*|\bcancellatemi\b|\brimuovetemi\b|\brimuovermi\b|"
-            r"\bnon (?:voglio|desidero) più ricevere\b|\bnon (?:contattatemi|scrivetemi) più\b",
+            r"\bnon (?:voglio|desidero) più ricevere\b|\bnon (?:contattatemi|scrivetemi) più\b|"
+            r"\bsmettete di (?:scrivermi|inviarmi|contattarmi)\b",
         ),
         (
             "pt",
             r"\bdescadastr\w*|\bcancelar (?:a )?(?:minha )?inscrição\b|\bremover-me\b|"
-            r"\bnão (?:quero|desejo) (?:mais )?receber\b|\bremova-me\b",
+            r"\bnão (?:quero|desejo) (?:mais )?receber\b|\bremova-me\b|"
+            r"\bparem de (?:enviar|mandar|me enviar)\b",
         ),
         (
             "nl",
@@ -73,6 +78,7 @@ _WORDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
     )
 )
+_NEWSLETTER = re.compile(r"newsletter|nyhetsbrev|nieuwsbrief|infolettre|boletín|bulletin", re.I)
 _ARF_TYPES = frozenset({"opt-out", "optout", "abuse", "complaint"})
 _FEEDBACK_TYPE = re.compile(r"^Feedback-Type\s*:\s*([\w-]+)", re.IGNORECASE | re.MULTILINE)
 
@@ -114,7 +120,24 @@ def detect_unsubscribe(msg: Message, subject: str, new_text: str) -> tuple[str, 
     # is short or says it early.
     head = new_text[:600]
     for lang, pattern in _WORDS:
-        if pattern.search(head):
+        found = pattern.search(head)
+        if found:
+            if _asks_to_keep_talking(head, found.start()):
+                evidence.append(f"body:{lang}:unsubscribe-newsletter-only")
+                return ()
             evidence.append(f"body:{lang}:unsubscribe")
             break
     return tuple(evidence)
+
+
+def _asks_to_keep_talking(text: str, at: int) -> bool:
+    """'Unsubscribe me from the newsletter - but can you call me Friday?': the request is about
+    a newsletter, and another sentence asks us something. That is a conversation, for a person
+    to handle; the caller treats it as a human reply (which stops the sequence too)."""
+    start = max(text.rfind(sep, 0, at) for sep in ".!?\n") + 1
+    ends = [i for sep in ".!?\n" if (i := text.find(sep, at)) != -1]
+    sentence = text[start : min(ends) if ends else len(text)]
+    if not _NEWSLETTER.search(sentence):
+        return False
+    rest = text[:start] + text[start + len(sentence) :]
+    return "?" in rest or "？" in rest
