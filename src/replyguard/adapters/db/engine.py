@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import QueuePool
 
 DEFAULT_URL = "sqlite:///replyguard.db"
 SQLITE_BUSY_MS = 30_000
@@ -44,10 +44,17 @@ def make_engine(url: str, *, pool_size: int = 5, echo: bool = False) -> Engine:
 
 
 def _sqlite_engine(url: str, *, echo: bool) -> Engine:
-    # One connection per checkout (NullPool): SQLite connections are cheap, and worker
-    # processes must never share one.
+    # A small pool per process. Opening a SQLite connection is cheap, but closing the last
+    # one checkpoints the WAL: with a connection per checkout every send paid for a
+    # checkpoint. A pooled connection is used by one thread at a time; check_same_thread is
+    # only pysqlite's own guard for that.
     engine = create_engine(
-        url, echo=echo, poolclass=NullPool, connect_args={"timeout": SQLITE_BUSY_MS / 1000}
+        url,
+        echo=echo,
+        poolclass=QueuePool,
+        pool_size=5,
+        max_overflow=10,
+        connect_args={"timeout": SQLITE_BUSY_MS / 1000, "check_same_thread": False},
     )
 
     @event.listens_for(engine, "connect")
