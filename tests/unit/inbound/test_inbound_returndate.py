@@ -87,3 +87,58 @@ def test_no_date_out_of_office_still_classified(mail, run):
     assert result.kind is ReplyKind.OUT_OF_OFFICE
     assert result.return_date is None
     assert result.to_json()["return_date"] is None
+
+
+DEC = datetime(2024, 12, 20, 16, 40, tzinfo=UTC)  # a Friday before the year end
+
+
+@pytest.mark.parametrize(
+    ("lang", "text", "sent", "expected"),
+    [
+        ("fi", "Olen lomalla 2.8.2024 asti.", SENT, "2024-08-02"),
+        ("fi", "Palaan toimistolle maanantaina 5.8.", SENT, "2024-08-05"),
+        ("cs", "Jsem na dovolené do 2. 8. 2024.", SENT, "2024-08-02"),
+        ("ru", "Я в отпуске до 5 августа.", SENT, "2024-08-05"),
+        ("tr", "5 Ağustos tarihine kadar izindeyim.", SENT, "2024-08-05"),
+        ("zh", "我正在休假，将于8月5日返回办公室。", SENT, "2024-08-05"),
+        ("es", "Estoy de vacaciones hasta el lunes 5.", datetime(2024, 7, 29, tzinfo=UTC), "2024-08-05"),
+        ("de", "Ich bin bis zum 6. Januar im Urlaub.", DEC, "2025-01-06"),
+        ("fr", "Je suis absente jusqu'au 3 janvier inclus.", DEC, "2025-01-04"),
+        ("nl", "Ik ben met vakantie t/m 6 januari.", DEC, "2025-01-07"),
+        ("sv", "Jag är ledig till och med 6 januari.", DEC, "2025-01-07"),
+        ("pl", "Jestem na urlopie do 7 stycznia.", DEC, "2025-01-07"),
+        ("it", "Sono in ferie fino al 7/1.", DEC, "2025-01-07"),
+        ("en", "I am out of the office until 02.01. and will reply afterwards.", DEC, "2025-01-02"),
+        ("en", "I am on holiday and will be returning Jan 2.", DEC, "2025-01-02"),
+        ("en", "Back on the 3rd.", datetime(2024, 12, 26, tzinfo=UTC), "2025-01-03"),
+        ("en", "I will be back 2024-09-02.", SENT, "2024-09-02"),
+        ("en", "I am out of the office until Friday, July 26.", SENT, "2024-07-26"),
+    ],
+)
+def test_more_languages_and_the_year_end(lang, text, sent, expected):
+    assert back(text, sent, lang) == expected
+
+
+def test_common_forms_do_not_need_dateparser(monkeypatch):
+    from replyguard.domain.inbound import returndate
+
+    def boom(*_args: object) -> None:
+        raise AssertionError("dateparser was called")
+
+    monkeypatch.setattr(returndate, "_with_dateparser", boom)
+    assert back("Je serai de retour le lundi 5 août.", hint="fr") == "2024-08-05"
+    assert back("Estaré fuera hasta el 30 de julio de 2024.", hint="es") == "2024-07-30"
+    assert back("I will be back on Monday, August 12th.") == "2024-08-12"
+    assert back("Back on Thursday.") == "2024-07-18"
+
+
+def test_fast_reader_leaves_numbers_that_are_not_dates_alone():
+    from datetime import date
+
+    from replyguard.domain.inbound.fastdate import read_date
+
+    sent = date(2024, 7, 15)
+    for span in ("5 pm today", "10 Uhr", "3 weeks", "2 days"):
+        assert read_date(span, sent) is None, span
+    assert read_date("the 5th of August", sent) == date(2024, 8, 5)
+    assert read_date("martes 6 de agosto de 2024", sent) == date(2024, 8, 6)

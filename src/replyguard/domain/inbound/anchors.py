@@ -122,6 +122,15 @@ ANCHORS: tuple[Anchor, ...] = (
     ),
 )
 
+ANCHORS += (
+    # Russian ("до" needs a digit after it), Czech, Finnish, Turkish, Chinese-free forms
+    _a("ru", "until", r"(?<!\w)(?:по|до)\s+(?=\d)"),
+    _a("ru", "back", r"(?<!\w)(?:вернусь|буду в офисе|выйду на работу)\s+(?:в\s+офис\s+)?"),
+    _a("cs", "back", r"\b(?:zpět|vrátím se|vracím se|budu (?:zpět|k dispozici))\s+(?:v\s+|ve\s+|od\s+)?"),
+    _a("fi", "back", r"\b(?:palaan|takaisin)\s+(?:toimistolle\s+|töihin\s+)?"),
+    _a("nb", "back", r"\btilbake\s+(?:på\s+jobb\s+|på\s+kontoret\s+)?(?:den\s+|på\s+)?"),
+)
+
 #: A date followed by an inclusive marker ("26.07. einschließlich", "31 luglio compreso").
 INCLUSIVE_AFTER = re.compile(
     r"^(?:[^.\n;]|(?<=\d)\.){0,40}?\b(?:inclusive|inclusively|included|einschließlich|inklusive|inclus|"

@@ -18,16 +18,23 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from replyguard.domain.inbound.anchors import ANCHORS, INCLUSIVE_AFTER, RANGE, Anchor
+from replyguard.domain.inbound.fastdate import read_date
 
 _APPLE_END = re.compile(r"endDate=(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})Z?", re.I)
 _LEAD = r"^\s*(?:the|le|el|den|dem|il|o|dia|am|op|på|le|lundi|[^\W\d_]{2,12}[,.]?)?\s*"
-_NUMERIC = re.compile(_LEAD + r"(\d{1,4})([./-])(\d{1,2})(?:\2(\d{2,4}))?\b(?!\s*(?:%|h\b|:\d))")
-_ORDINAL_ONLY = re.compile(
-    r"^\s*(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)\b"
-    r"(?!\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))",
+# "26.07.", "7/26", "2. 8. 2024" (Czech and Slovak put a space after each dot), "2024-08-12".
+_NUMERIC = re.compile(_LEAD + r"(\d{1,4})([./-])\s?(\d{1,2})(?:\2\s?(\d{2,4}))?\b(?!\s*(?:%|h\b|:\d))")
+# Japanese and Chinese: "8月5日まで" (until), "8月6日以降" (from), "将于8月5日返回" (back on).
+_JA = re.compile(
+    r"(\d{1,2})月(\d{1,2})[日号][^。，,\n]{0,8}?(まで|以降|から|より|返回|回来|回到|上班|之前|前)"
+)
+# A date BEFORE its anchor: Finnish "2.8.2024 asti", Turkish "5 Ağustos tarihine kadar".
+_POSTFIX = re.compile(
+    r"(?<![\d.])(\d{1,2}(?:[./]\s?\d{1,2}(?:[./]\s?\d{2,4})?\.?|\.?\s+[^\W\d_]{3,12}))"
+    r"(?:['’][^\W\d_]{1,4})?\s+(?:tarihine kadar|kadar|asti|saakka|tarihinde dönece)",
     re.IGNORECASE,
 )
-_JA = re.compile(r"(\d{1,2})月(\d{1,2})日[^。\n]{0,8}?(まで|以降|から)")
+_BACK_WORDS = frozenset({"以降", "から", "より", "返回", "回来", "回到", "上班"})
 _MAX_AHEAD = timedelta(days=400)
 _SPAN_CHARS = 60
 
@@ -69,24 +76,8 @@ def _numeric(span: str, lang: str, sent: date) -> date | None:
     return min(found, key=lambda d: d - sent) if found else None
 
 
-def _ordinal_only(span: str, sent: date) -> date | None:
-    match = _ORDINAL_ONLY.match(span)
-    if not match:
-        return None
-    day = int(match.group(1))
-    for months_ahead in range(3):
-        month = (sent.month - 1 + months_ahead) % 12 + 1
-        year = sent.year + (sent.month - 1 + months_ahead) // 12
-        try:
-            candidate = date(year, month, day)
-        except ValueError:
-            continue
-        if candidate >= sent:
-            return candidate
-    return None
-
-
 _DATEPARSER_LANG = {"da": "da", "no": "nb"}
+_WORDY = re.compile(r"[^\W\d_]{3,}|\d")
 
 
 def _with_dateparser(span: str, lang: str, base: datetime) -> date | None:
@@ -113,8 +104,8 @@ def _with_dateparser(span: str, lang: str, base: datetime) -> date | None:
 def parse_span(span: str, lang: str, sent: datetime) -> date | None:
     """The date written at the start of `span`, read in language `lang`."""
     span = span[:_SPAN_CHARS].split("\n", 1)[0]
-    day = _numeric(span, lang, sent.date()) or _ordinal_only(span, sent.date())
-    if day is None and re.search(r"[^\W\d_]{3,}|\d", span):
+    day = _numeric(span, lang, sent.date()) or read_date(span, sent.date())
+    if day is None and _WORDY.search(span):
         day = _with_dateparser(span, lang, sent.replace(tzinfo=None))
     if day is not None and _plausible(day, sent.date()):
         return day
@@ -146,8 +137,12 @@ def _candidates(text: str, sent: datetime, hint: str | None) -> list[tuple[int, 
     for match in _JA.finditer(text):
         day = _with_rollover(int(match.group(1)), int(match.group(2)), None, sent.date())
         if day and _plausible(day, sent.date()):
-            kind = "until" if match.group(3) == "まで" else "back"
+            kind = "back" if match.group(3) in _BACK_WORDS else "until"
             found.append(_ranked(kind, Anchor("ja", kind, _JA), match.start(), day, hint))
+    for match in _POSTFIX.finditer(text):
+        day = parse_span(match.group(1), hint or "en", sent)
+        if day:
+            found.append(_ranked("until", Anchor(hint or "fi", "until", _POSTFIX), match.start(), day, hint))
     for match in RANGE.finditer(text):
         day = parse_span(match.group("month") + " " + match.group("end"), hint or "en", sent)
         if day:
