@@ -318,4 +318,20 @@ class InboundMessage(Base):
     processed_at: Mapped[datetime | None]
 
 
+class WebhookNonce(Base):
+    """A webhook token already accepted once: the same token again is a replay and is refused.
+
+    Rows older than the freshness window can be deleted, since a request that old is refused
+    by its timestamp anyway.
+    """
+
+    __tablename__ = "webhook_nonces"
+    __table_args__ = (UniqueConstraint("workspace_id", "provider", "nonce"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    provider: Mapped[str] = mapped_column(String(20))
+    nonce: Mapped[str] = mapped_column(String(200))
+    seen_at: Mapped[datetime] = mapped_column(index=True)
+
+
 __all__ = [name for name in dir() if name[0].isupper()] + ["text"]
