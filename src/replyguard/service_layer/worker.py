@@ -429,7 +429,7 @@ class Worker:
         """The durable marker, fenced on our token. Also stores the Message-ID before the
         send, so a reply that arrives instantly still matches."""
         now = self.now()
-        done = conn.execute(
+        attempts = conn.execute(
             update(S)
             .where(
                 S.c.id == claim.step_id,
@@ -442,11 +442,11 @@ class Worker:
                 lease_until=now + self.app.settings.lease,
                 updated_at=now,
             )
-        ).rowcount
-        if done != 1:
+            .returning(S.c.attempts)
+        ).scalar()
+        if attempts is None:
             raise Stale("lost the claim before the marker")
-        existing = conn.execute(select(OUT.c.id).where(OUT.c.step_id == claim.step_id)).scalar()
-        if existing is None:
+        if attempts == 1:
             conn.execute(
                 OUT.insert().values(
                     workspace_id=self.ws,
@@ -459,52 +459,42 @@ class Worker:
                     handed_at=now,
                 )
             )
-        else:
-            conn.execute(update(OUT).where(OUT.c.id == existing).values(status="handed", handed_at=now))
+        else:  # a retry: the row was written by the first attempt's marker
+            conn.execute(
+                update(OUT).where(OUT.c.step_id == claim.step_id).values(status="handed", handed_at=now)
+            )
 
     def _record(self, conn: Connection, claim: Claim, delivery: Delivery) -> str:
         now = self.now()
         fenced = and_(S.c.id == claim.step_id, S.c.claim_token == claim.token, S.c.state == StepState.SENDING)
-        step = conn.execute(
-            select(S.c.attempts, S.c.cancel_requested, S.c.enrollment_id, S.c.position).where(fenced)
-        ).one_or_none()
-        if step is None:
-            log.warning(
-                "step %s: result %s arrived after the claim was taken over",
-                claim.step_id,
-                delivery.outcome,
-            )
-            self._event(
-                conn,
-                "late_result_ignored",
-                claim.lead_id,
-                claim.step_id,
-                outcome=delivery.outcome,
-                detail=delivery.detail,
-            )
-            return "stale"
         outcome = delivery.outcome
         if outcome is Outcome.ACCEPTED:
-            conn.execute(
+            sent = conn.execute(
                 update(S)
                 .where(fenced)
                 .values(
                     state=StepState.SENT,
                     sent_at=now,
-                    crossed=step.cancel_requested,
+                    crossed=S.c.cancel_requested,
                     lease_until=None,
                     updated_at=now,
                     last_error=None,
                 )
-            )
+                .returning(S.c.enrollment_id, S.c.position, S.c.cancel_requested)
+            ).one_or_none()
+            if sent is None:
+                return self._late(conn, claim, delivery)
             conn.execute(
                 update(OUT)
                 .where(OUT.c.step_id == claim.step_id)
                 .values(status="accepted", accepted_at=now, transport_ref=delivery.ref)
             )
-            self._event(conn, "step_sent", claim.lead_id, claim.step_id, crossed=step.cancel_requested)
-            self._after_sent(conn, step.enrollment_id, step.position, claim.lead_id, now)
+            self._event(conn, "step_sent", claim.lead_id, claim.step_id, crossed=sent.cancel_requested)
+            self._after_sent(conn, sent.enrollment_id, sent.position, claim.lead_id, now)
             return "sent"
+        step = conn.execute(select(S.c.attempts, S.c.cancel_requested).where(fenced)).one_or_none()
+        if step is None:
+            return self._late(conn, claim, delivery)
         if (
             outcome is Outcome.TRANSIENT
             and not step.cancel_requested
@@ -553,6 +543,21 @@ class Worker:
             hold=not step.cancel_requested,
         )
         return "unknown"
+
+    def _late(self, conn: Connection, claim: Claim, delivery: Delivery) -> str:
+        """The claim was taken over while we sent (lease expired): our result is not written."""
+        log.warning(
+            "step %s: result %s arrived after the claim was taken over", claim.step_id, delivery.outcome
+        )
+        self._event(
+            conn,
+            "late_result_ignored",
+            claim.lead_id,
+            claim.step_id,
+            outcome=delivery.outcome,
+            detail=delivery.detail,
+        )
+        return "stale"
 
     def _unknown(
         self, conn: Connection, step_id: int, lead_id: int, where: Any, detail: str, *, hold: bool
