@@ -318,6 +318,28 @@ class InboundMessage(Base):
     processed_at: Mapped[datetime | None]
 
 
+class MailboxCursor(Base):
+    """Where a mail source has read up to, and which poller may read it now.
+
+    `source_key` is the source URL without its password, plus the folder. `last_uid` only
+    moves after the message is stored (invariant 5); a new `uidvalidity` starts it again at 0.
+    The lease columns serialize pollers on SQLite; PostgreSQL uses an advisory lock instead
+    and writes them only so that people can see who is polling.
+    """
+
+    __tablename__ = "mailbox_cursors"
+    __table_args__ = (UniqueConstraint("workspace_id", "source_key"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
+    source_key: Mapped[str] = mapped_column(String(500))
+    # IMAP UIDs and UIDVALIDITY are unsigned 32-bit numbers: too big for a signed INTEGER.
+    uidvalidity: Mapped[int | None] = mapped_column(BigInteger)
+    last_uid: Mapped[int] = mapped_column(BigInteger, default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(100))
+    lease_until: Mapped[datetime | None]
+    updated_at: Mapped[datetime]
+
+
 class WebhookNonce(Base):
     """A webhook token already accepted once: the same token again is a replay and is refused.
 
