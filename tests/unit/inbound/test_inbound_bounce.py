@@ -162,3 +162,17 @@ def test_delivered_action_is_not_a_bounce(run):
         notice="Your message was delivered to the following recipient.",
     )
     assert run(raw).kind not in {ReplyKind.BOUNCE_HARD, ReplyKind.BOUNCE_SOFT}
+
+
+def test_failed_address_is_read_from_a_qmail_notice(mail, run):
+    body = (
+        "Hi. This is the qmail-send program at mx.example.net.\n"
+        "I'm afraid I wasn't able to deliver your message to the following addresses.\n"
+        "This is a permanent error; I've given up. Sorry it didn't work out.\n\n"
+        "<lead@example.net>:\nSorry, no mailbox here by that name. (#5.1.1)\n\n"
+        "--- Below this line is a copy of the message.\n\nSubject: Q3 offer\n"
+    )
+    result = run(mail(body, subject="failure notice", sender="MAILER-DAEMON@mx.example.net"))
+    assert result.kind is ReplyKind.BOUNCE_HARD
+    assert result.bounce.recipient == "lead@example.net"
+    assert "notice:recipient" in result.evidence

@@ -139,3 +139,11 @@ def test_fixture_file_thunderbird_reply(run, fixtures):
     result = run((fixtures / "thunderbird_reply_fr.eml").read_bytes())
     assert result.kind is ReplyKind.HUMAN_REPLY
     assert result.reply_text == "Bonjour Max,\n\nOui, mardi à 14h me convient."
+
+
+def test_phrase_patterns_must_be_lower_case():
+    from replyguard.domain.inbound.phrases import compile_lower
+
+    assert compile_lower(r"\bout of office\b\S").search("i am out of office!")
+    with pytest.raises(ValueError, match="lower case"):
+        compile_lower(r"Out of office")

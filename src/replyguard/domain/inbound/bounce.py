@@ -38,7 +38,7 @@ _NDR_SUBJECT = re.compile(
     r"delivery (?:status|warning)",
     re.IGNORECASE,
 )
-_NDR_TEXT = re.compile(
+_NDR_TEXT = phrases.compile_lower(
     r"could not be delivered|couldn't be delivered|delivery (?:has )?failed|undeliverable|"
     r"permanent(?:ly)? (?:error|failure|fatal)|fatal error|recipient address rejected|"
     r"user unknown|returned to (?:the )?sender|unable to deliver|delivery to the following|"
@@ -50,7 +50,6 @@ _NDR_TEXT = re.compile(
     r"(?:was|were) not delivered|can(?:not|'t) be delivered|not listed in|"
     r"did not (?:exactly )?match|network error|warning message only|will be retried|"
     r"fatal errors?|is delayed|message (?:is )?delayed",
-    re.IGNORECASE,
 )
 _STATUS = re.compile(r"\b([245])\.(\d{1,3})\.(\d{1,3})\b")
 _FIELD = re.compile(r"^(Final-Recipient|Original-Recipient|Action|Status|Diagnostic-Code)\s*:"
@@ -66,6 +65,11 @@ _RETURNED_COPY = re.compile(
 _SUCCESS_ACTIONS = frozenset({"delivered", "relayed", "expanded"})
 _RETURNED_TYPES = frozenset({"message/rfc822", "text/rfc822-headers", "message/rfc822-headers"})
 _ADDR = re.compile(r"<?([\w.+'=-]+@[\w-]+(?:\.[\w-]+)+)>?")
+_ADDR_ANY = re.compile(r"[\w.+'=-]+@[\w.-]+")
+_LINE_ADDR = re.compile(
+    r"^[\s>*-]*<?([\w.+'=/-]+@[\w-]+(?:\.[\w-]+)+)>?\s*[:.,]?\s*(?:\(.*\))?$", re.MULTILINE
+)
+_RCPT_TO = re.compile(r"RCPT TO:\s*<([^>\s]+@[^>\s]+)>", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,10 +211,27 @@ def _robot_signals(msg: Message, subject: str, signals: list[str]) -> list[str]:
     return robot
 
 
+def _address_in_notice(msg: Message, notice: str) -> str | None:
+    """The failed address as qmail, Yahoo, Exim and most prose NDRs write it: alone on a line
+    ("<lead@example.org>:") or in the SMTP transcript ("RCPT TO:<lead@example.org>"). The
+    bounce's own From/To and robot addresses are skipped; None sends the caller to flufl.bounce."""
+    own = {a.lower() for a in _ADDR_ANY.findall(header(msg, "from") + " " + header(msg, "to"))}
+    for pattern in (_LINE_ADDR, _RCPT_TO):
+        for match in pattern.finditer(notice):
+            found = match.group(1)
+            if found.lower() not in own and not _DAEMON_FROM.match(found):
+                return str(found)
+    return None
+
+
 def _complete(msg: Message, first: _Recipient, notice: str, evidence: list[str]) -> None:
     """Fill the failed address and status from X-Failed-Recipients, flufl.bounce, the prose."""
     if first.address is None and header(msg, "x-failed-recipients"):
         first.address = _clean_address(header(msg, "x-failed-recipients"))
+    if first.address is None:
+        first.address = _address_in_notice(msg, notice)
+        if first.address:
+            evidence.append("notice:recipient")
     if first.address is None:  # flufl.bounce is slow (its detectors scan every line): last resort
         temporary, permanent = _flufl_failures(msg)
         if temporary or permanent:
@@ -247,7 +268,7 @@ def detect_bounce(
         recipients = [r for r in _recipients_from_text(notice) if r.action in {"failed", "delayed"}]
         if recipients:
             evidence.append("dsn:inline")
-    if not evidence and (not robot or not _NDR_TEXT.search(notice + " " + subject)):
+    if not evidence and (not robot or not _NDR_TEXT.search((notice + " " + subject).lower())):
         return None, ()
     evidence.extend(signals)
     first = recipients[0] if recipients else _Recipient()

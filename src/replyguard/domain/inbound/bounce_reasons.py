@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import re
 
+from replyguard.domain.inbound.phrases import compile_lower
+
 HARD_REASONS = frozenset({"userunknown", "hostunknown", "hasmoved", "notaccept", "suspend"})
 
 # Order matters: the first family found in the diagnostic text wins.
 _TEXT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (reason, re.compile(src, re.IGNORECASE))
+    (reason, compile_lower(src))
     for reason, src in (
         (
             "mailboxfull",
@@ -121,8 +123,9 @@ def reason_for(status: str | None, action: str | None, texts: tuple[str, ...]) -
     # action, or a bare 4.x.x with no action, is a warning.
     delayed = action.startswith("delay") or (not action and (status or "").startswith("4."))
     for text in texts:
+        lowered = text.lower()
         for reason, pattern in _TEXT_RULES:
-            if pattern.search(text):
+            if pattern.search(lowered):
                 if delayed and reason in HARD_REASONS:
                     continue  # a temporary failure cannot prove the address is gone
                 return reason

@@ -88,10 +88,11 @@ _WEEKDAY_ALT = _alternation(list(WEEKDAYS))
 _LEAD_WORDS = (
     r"the|on|le|el|den|dem|der|il|lo|la|o|a|dia|am|op|på|du|au|al|dnia|zum|ab|dal|next|this|"
     r"coming|nächsten|nächster|kommenden|prochain|próximo|proximo|prossimo|volgende|nästa|"
-    r"neste|næste|vom|dès|from|per|w|ve|em|no"
+    r"neste|næste|vom|dès|from|per|w|ve|em|no|na|nel|nella|en|at"
 )
 _LEAD = rf"(?:(?:(?P<weekday>{_WEEKDAY_ALT})|{_LEAD_WORDS})\b[,.]?\s+){{0,3}}"
 _YEAR = r"(?:\s*,?\s*(?:de\s+|del\s+)?(?P<year>(?:19|20)\d{2})\b)?"
+LEAD = re.compile(rf"^\s*{_LEAD}", re.IGNORECASE)  # lead words only: "on Monday, ", "na segunda-feira, "
 _DAY_SUFFIX = r"(?:st|nd|rd|th|er|e|º|ª|\.)?"
 _DAY_MONTH = re.compile(
     rf"^\s*{_LEAD}(?P<day>\d{{1,2}}){_DAY_SUFFIX}\s*(?:de\s+|of\s+|d['’]\s*)?{_MONTH}\b\.?{_YEAR}",
@@ -103,12 +104,30 @@ _MONTH_DAY = re.compile(
 )
 # A bare day after a weekday ("lunes 5", "Friday the 2nd") or with an ordinal/dot ("the 3rd").
 _BARE_DAY = re.compile(
-    rf"^\s*{_LEAD}(?P<day>\d{{1,2}})(?P<suffix>st|nd|rd|th|er|\.)?(?![\d./:-]\d)(?!\s*(?:%|h\b|uhr|am\b|pm\b))",
+    rf"^\s*{_LEAD}(?P<day>\d{{1,2}})(?!\d)(?P<suffix>st|nd|rd|th|er|\.)?(?![\d./:-]\d)(?!\s*(?:%|h\b|uhr|am\b|pm\b))",
     re.IGNORECASE,
 )
 _WEEKDAY_ONLY = re.compile(
     rf"^\s*(?:(?:the|on|next|this|coming|nächsten|kommenden|prochain|el|le|den|am|op|på)\s+)?"
     rf"(?P<weekday>{_WEEKDAY_ALT})\b(?!\s*,?\s*(?:the\s+)?\d)",
+    re.IGNORECASE,
+)
+
+
+_RELATIVE = (
+    r"tomorrow|next|end|mid|middle|early|late|beginning|in\s+(?:\d|a|an|one|two|three|four)\b|"
+    r"morgen|übermorgen|nächste\w*|ende|anfang|mitte|demain|fin|début|mi-|mañana|finales|"
+    r"principios|mediados|próxim\w*|domani|fine|inizio|metà|prossim\w*|amanhã|final|início|"
+    r"meados|eind|begin|midden|volgende|imorgon|slutet|början|mitten|nästa|i\s+morgen|slutten|"
+    r"slutningen|starten|næste|neste|jutr\w*|końc\w*|początk\w*|połow\w*|huomenna|zítra|"
+    r"konce|začátk\w*|yarın|завтра|конц\w*|начал\w*|середин\w*"
+)
+#: Spans worth handing to dateparser: they start (after lead words) with a number, a month or
+#: weekday name, or a relative expression. Anything else ("to you as soon as I can") is not a
+#: date, and dateparser costs milliseconds to say so (or, worse, finds one in it).
+WORTH_DATEPARSER = re.compile(
+    rf"^[\s(\[]*(?:(?:{_LEAD_WORDS})\b[,.]?\s+){{0,2}}(?:\d|(?:{_alternation(list(MONTHS))}|"
+    rf"{_WEEKDAY_ALT}|{_RELATIVE})\b)",
     re.IGNORECASE,
 )
 

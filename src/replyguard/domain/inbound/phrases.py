@@ -13,14 +13,24 @@ from collections.abc import Sequence
 Family = tuple[tuple[str, re.Pattern[str]], ...]
 
 
+def compile_lower(src: str, flags: int = 0) -> re.Pattern[str]:
+    """A pattern for LOWER-CASED text. Searching `text.lower()` with a case-sensitive pattern
+    is about five times faster than re.IGNORECASE (which disables the literal-prefix search),
+    so every phrase family is written in lower case and callers lower the text once."""
+    if any(ch.isupper() for ch in re.sub(r"\\.", "", src)):
+        raise ValueError(f"phrase pattern must be lower case: {src[:60]!r}")
+    return re.compile(src, flags)
+
+
 def _family(entries: Sequence[tuple[str, str]]) -> Family:
-    return tuple((lang, re.compile(src, re.IGNORECASE)) for lang, src in entries)
+    return tuple((lang, compile_lower(src)) for lang, src in entries)
 
 
 def first_match(family: Family, text: str) -> str | None:
     """The language tag of the first pattern of `family` found in `text`, or None."""
+    lowered = text.lower()
     for lang, pattern in family:
-        if pattern.search(text):
+        if pattern.search(lowered):
             return lang
     return None
 

@@ -18,7 +18,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from replyguard.domain.inbound.anchors import ANCHORS, INCLUSIVE_AFTER, RANGE, Anchor
-from replyguard.domain.inbound.fastdate import read_date
+from replyguard.domain.inbound.fastdate import LEAD, WORTH_DATEPARSER, read_date
 
 _APPLE_END = re.compile(r"endDate=(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})Z?", re.I)
 _LEAD = r"^\s*(?:the|le|el|den|dem|il|o|dia|am|op|på|le|lundi|[^\W\d_]{2,12}[,.]?)?\s*"
@@ -77,7 +77,6 @@ def _numeric(span: str, lang: str, sent: date) -> date | None:
 
 
 _DATEPARSER_LANG = {"da": "da", "no": "nb"}
-_WORDY = re.compile(r"[^\W\d_]{3,}|\d")
 
 
 def _with_dateparser(span: str, lang: str, base: datetime) -> date | None:
@@ -104,8 +103,12 @@ def _with_dateparser(span: str, lang: str, base: datetime) -> date | None:
 def parse_span(span: str, lang: str, sent: datetime) -> date | None:
     """The date written at the start of `span`, read in language `lang`."""
     span = span[:_SPAN_CHARS].split("\n", 1)[0]
+    lead = LEAD.match(span)
+    bare = span[lead.end() :] if lead and lead.end() else span
     day = _numeric(span, lang, sent.date()) or read_date(span, sent.date())
-    if day is None and _WORDY.search(span):
+    if day is None and bare is not span:
+        day = _numeric(bare, lang, sent.date())
+    if day is None and WORTH_DATEPARSER.match(span):
         day = _with_dateparser(span, lang, sent.replace(tzinfo=None))
     if day is not None and _plausible(day, sent.date()):
         return day

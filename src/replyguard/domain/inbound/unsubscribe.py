@@ -12,9 +12,10 @@ import re
 from email.message import Message
 
 from replyguard.domain.inbound.parse import decode_part, header
+from replyguard.domain.inbound.phrases import compile_lower
 
 _WORDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (lang, re.compile(src, re.IGNORECASE | re.MULTILINE))
+    (lang, compile_lower(src, re.MULTILINE))
     for lang, src in (
         (
             "en",
@@ -112,13 +113,14 @@ def detect_unsubscribe(msg: Message, subject: str, new_text: str) -> tuple[str, 
     if feedback is not None:
         return (f"arf:{feedback}",) if feedback in _ARF_TYPES else ()
     evidence = []
+    subject = subject.lower()
     for lang, pattern in _WORDS:
         if pattern.search(subject):
             evidence.append(f"subject:{lang}:unsubscribe")
             break
     # Long new text that merely mentions a word is a conversation, not a request; a request
     # is short or says it early.
-    head = new_text[:600]
+    head = new_text[:600].lower()
     for lang, pattern in _WORDS:
         found = pattern.search(head)
         if found:
