@@ -69,7 +69,14 @@ _ADDR_ANY = re.compile(r"[\w.+'=-]+@[\w.-]+")
 _LINE_ADDR = re.compile(
     r"^[\s>*-]*<?([\w.+'=/-]+@[\w-]+(?:\.[\w-]+)+)>?\s*[:.,]?\s*(?:\(.*\))?$", re.MULTILINE
 )
-_RCPT_TO = re.compile(r"RCPT TO:\s*<([^>\s]+@[^>\s]+)>", re.IGNORECASE)
+# RCPT TO:<a@b> in a transcript; '<a@b>: host mx said' (Postfix); '"a@b":' (GMX);
+# 'a@b on Thu, 29 Apr' (Exchange 2003, GroupWise); '<a@b>... User unknown' (Sendmail).
+_RCPT_TO = re.compile(
+    r"RCPT TO:\s*<([^>\s]+@[^>\s]+)>|^\s*[<\"]([\w.+'=/-]+@[\w-]+(?:\.[\w-]+)+)[>\"]:\s|"
+    r"^\s*([\w.+'=/-]+@[\w-]+(?:\.[\w-]+)+) on [A-Z][a-z]{2}, \d|"
+    r"<([\w.+'=/-]+@[\w-]+(?:\.[\w-]+)+)>\.\.\. ",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +225,7 @@ def _address_in_notice(msg: Message, notice: str) -> str | None:
     own = {a.lower() for a in _ADDR_ANY.findall(header(msg, "from") + " " + header(msg, "to"))}
     for pattern in (_LINE_ADDR, _RCPT_TO):
         for match in pattern.finditer(notice):
-            found = match.group(1)
+            found = next(g for g in match.groups() if g)
             if found.lower() not in own and not _DAEMON_FROM.match(found):
                 return str(found)
     return None
