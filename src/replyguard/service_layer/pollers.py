@@ -1,0 +1,221 @@
+"""Mail source pollers: the read cursor of each source, and the lease that lets one poller run.
+
+A source is identified by its key (the URL without its password, plus the folder). Each
+function here is one short transaction of its own, so a poller never holds a database
+transaction open while it waits on the network.
+
+Only one poller may read a source at a time, across machines. On PostgreSQL that is a
+session advisory lock held on a dedicated connection for the poller's life: if the process or
+its connection dies, PostgreSQL releases the lock and the next poller takes over at once. On
+SQLite (one machine) the `lease_owner`/`lease_until` columns are the lease; a poller that died
+without releasing it is replaced once `lease_until` has passed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, cast
+
+from sqlalchemy import ColumnElement, Connection, CursorResult, or_, select, text, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from replyguard.adapters.db import models as m
+from replyguard.adapters.imap_source import Cursor, ImapPoller, Timing, parse_imap_url
+from replyguard.bootstrap import App
+from replyguard.service_layer.uow import UnitOfWork
+
+log = logging.getLogger(__name__)
+
+LEASE_TTL = timedelta(seconds=60)
+
+
+def _row(uow: UnitOfWork, key: str) -> m.MailboxCursor:
+    """The cursor row of `key`, created at (no UIDVALIDITY, UID 0) when missing."""
+    query = select(m.MailboxCursor).where(
+        m.MailboxCursor.workspace_id == uow.workspace_id, m.MailboxCursor.source_key == key
+    )
+    found = uow.session.scalars(query).one_or_none()
+    if found is not None:
+        return found
+    row = m.MailboxCursor(
+        workspace_id=uow.workspace_id, source_key=key, last_uid=0, updated_at=uow.clock.now()
+    )
+    try:
+        with uow.session.begin_nested():
+            uow.session.add(row)
+    except IntegrityError:
+        # Another poller created it between our read and our insert.
+        return uow.session.scalars(query).one()
+    return row
+
+
+def read_cursor(app: App, key: str) -> Cursor:
+    with app.uow() as uow:
+        row = _row(uow, key)
+        uow.commit()
+        return Cursor(row.uidvalidity, row.last_uid)
+
+
+def advance_cursor(app: App, key: str, uidvalidity: int, last_uid: int) -> None:
+    """Record that every message up to `last_uid` under `uidvalidity` is stored.
+
+    Never moves backwards within one UIDVALIDITY, so a stale poller cannot undo a newer one's
+    progress; a different UIDVALIDITY always replaces the old one (the folder was recreated).
+    """
+    with app.uow() as uow:
+        row = _row(uow, key)
+        if row.uidvalidity != uidvalidity or last_uid > row.last_uid:
+            row.uidvalidity, row.last_uid, row.updated_at = uidvalidity, last_uid, uow.clock.now()
+        uow.commit()
+
+
+@dataclass(frozen=True, slots=True)
+class DbCursorStore:
+    """The poller's cursor port, backed by `mailbox_cursors`."""
+
+    app: App
+    key: str
+
+    def load(self) -> Cursor:
+        return read_cursor(self.app, self.key)
+
+    def save(self, uidvalidity: int, last_uid: int) -> None:
+        advance_cursor(self.app, self.key, uidvalidity, last_uid)
+
+
+def imap_poller(
+    app: App,
+    url: str,
+    handle: Callable[[bytes], None],
+    *,
+    folder: str | None = None,
+    timing: Timing | None = None,
+    use_idle: bool = True,
+    owner: str | None = None,
+) -> ImapPoller:
+    """Wire a poller for one IMAP folder to this app's cursor table and lease."""
+    source = parse_imap_url(url, folder)
+    return ImapPoller(
+        source,
+        DbCursorStore(app, source.key),
+        SourceLease(app, source.key, owner),
+        handle,
+        timing=timing,
+        use_idle=use_idle,
+    )
+
+
+def advisory_key(workspace_id: int, key: str) -> int:
+    """A signed 64-bit lock number for `pg_try_advisory_lock`, stable across machines."""
+    digest = hashlib.sha256(f"replyguard-poller:{workspace_id}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def default_owner() -> str:
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class SourceLease:
+    """The right to poll one source. `acquire` and `renew` return False while another holds it.
+
+    Not thread-safe: one lease object belongs to one poller.
+    """
+
+    def __init__(self, app: App, key: str, owner: str | None = None, ttl: timedelta = LEASE_TTL) -> None:
+        self.app, self.key, self.ttl = app, key, ttl
+        self.owner = owner or default_owner()
+        self._lock_conn: Connection | None = None
+
+    def acquire(self) -> bool:
+        """Take the lease if it is free or already ours; database errors propagate."""
+        if not self.app.postgres:
+            return self._write_row_lease(only_if_free=True)
+        if self._lock_conn is None and not self._take_advisory_lock():
+            return False
+        self._write_row_lease(only_if_free=False)  # for people to see; the lock decides
+        return True
+
+    def renew(self) -> bool:
+        """Prove the lease is still ours; False means: stop reading the source now."""
+        if self.app.postgres:
+            if self._lock_conn is None:
+                return False
+            try:
+                # The lock lives exactly as long as this session, so a live session still holds it.
+                self._lock_conn.execute(text("SELECT 1"))
+            except SQLAlchemyError:
+                self._drop_lock_connection()
+                return False
+        return self.acquire()
+
+    def release(self) -> None:
+        """Give the lease up at once (a stopping poller), so the next one need not wait."""
+        self._drop_lock_connection()
+        try:
+            with self.app.uow() as uow:
+                uow.session.execute(
+                    update(m.MailboxCursor)
+                    .where(*self._filter(uow), m.MailboxCursor.lease_owner == self.owner)
+                    .values(lease_owner=None, lease_until=None)
+                )
+                uow.commit()
+        except SQLAlchemyError as exc:
+            # An expired row lease is as good as a released one; the next poller just waits.
+            log.warning("could not clear the lease of %s: %s", self.key, exc.__class__.__name__)
+
+    def _take_advisory_lock(self) -> bool:
+        conn = self.app.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            got = conn.scalar(text("SELECT pg_try_advisory_lock(:k)"), {"k": self._lock_number()})
+        except SQLAlchemyError:
+            conn.invalidate()
+            conn.close()
+            raise
+        if not got:
+            conn.close()
+            return False
+        self._lock_conn = conn
+        return True
+
+    def _lock_number(self) -> int:
+        return advisory_key(self.app.workspace_id, self.key)
+
+    def _drop_lock_connection(self) -> None:
+        conn, self._lock_conn = self._lock_conn, None
+        if conn is not None:
+            # Closing the session releases its advisory locks; invalidating keeps the pool from
+            # handing a session that still holds the lock to someone else.
+            conn.invalidate()
+            conn.close()
+
+    def _filter(self, uow: UnitOfWork) -> tuple[ColumnElement[bool], ...]:
+        return (m.MailboxCursor.workspace_id == uow.workspace_id, m.MailboxCursor.source_key == self.key)
+
+    def _write_row_lease(self, *, only_if_free: bool) -> bool:
+        with self.app.uow() as uow:
+            _row(uow, self.key)
+            now = uow.clock.now()
+            conditions = list(self._filter(uow))
+            if only_if_free:
+                conditions.append(
+                    or_(
+                        m.MailboxCursor.lease_owner.is_(None),
+                        m.MailboxCursor.lease_owner == self.owner,
+                        m.MailboxCursor.lease_until < now,
+                    )
+                )
+            result = uow.session.execute(
+                update(m.MailboxCursor)
+                .where(*conditions)
+                .values(lease_owner=self.owner, lease_until=now + self.ttl)
+                .execution_options(synchronize_session=False)
+            )
+            uow.commit()
+        return cast(CursorResult[Any], result).rowcount == 1
