@@ -535,10 +535,11 @@ def demo(
     raise typer.Exit(run_demo(options.db or "sqlite:///demo.db", examples, outbox, out))
 
 
-from replyguard.entrypoints.cli import listen_cmd, serve_cmd  # noqa: E402
+from replyguard.entrypoints.cli import listen_cmd, poll_cmd, serve_cmd  # noqa: E402
 
 serve_cmd.register(app)
 listen_cmd.register(app)
+poll_cmd.register(app)
 
 
 def main() -> None:

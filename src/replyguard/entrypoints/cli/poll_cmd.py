@@ -1,0 +1,76 @@
+"""`replyguard poll --imap URL [--folder INBOX] [--once]`: feed one IMAP folder into ingest.
+
+Runs until SIGTERM or SIGINT (the current message finishes and the lease is released), or
+with `--once` reads what is there and exits. Exit codes: 0 done, 1 another poller holds the
+folder (`--once`) or the server failed, 2 a bad URL.
+"""
+
+from __future__ import annotations
+
+import imaplib
+import signal
+import threading
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `poll` command to the CLI."""
+    app.command("poll")(poll)
+
+
+def poll(
+    ctx: typer.Context,
+    imap: Annotated[
+        str,
+        typer.Option(
+            "--imap",
+            help="imaps://user:password@host:993/INBOX, or imap://...:143/INBOX (STARTTLS). "
+            "Or set REPLYGUARD_IMAP_URL, which keeps the password out of the process list.",
+            envvar="REPLYGUARD_IMAP_URL",
+            show_envvar=False,  # the value holds a password: never echo it in --help
+        ),
+    ],
+    folder: Annotated[str | None, typer.Option("--folder", help="Overrides the URL's folder.")] = None,
+    once: Annotated[bool, typer.Option("--once", help="Read what is there now, then exit.")] = False,
+) -> None:
+    """Poll an IMAP folder (IDLE when offered) and ingest every new message once."""
+    # Imported here: the CLI module imports this one, and start-up stays fast.
+    from replyguard.adapters.imap_source import ImapUrlError, LeaseBusy
+    from replyguard.entrypoints.cli.app import err, fail, open_app, out
+    from replyguard.service_layer.ingest import ingest_raw
+    from replyguard.service_layer.pollers import imap_poller
+
+    instance = open_app(ctx, running_clock=not once)
+
+    def handle(raw: bytes) -> None:
+        result = ingest_raw(instance, raw, source="imap")
+        leads = ",".join(str(i) for i in result.lead_ids) or "-"
+        again = " (already received)" if result.duplicate else ""
+        out.print(
+            f"inbound {result.inbound_id}: {result.status} {result.kind or ''} leads {leads}{again}",
+            highlight=False,
+        )
+
+    try:
+        poller = imap_poller(instance, imap, handle, folder=folder)
+    except ImapUrlError as exc:
+        instance.close()
+        fail(str(exc), code=2)
+    try:
+        if once:
+            count = poller.run_once()
+            out.print(f"{count} new messages in {poller.source.key}", highlight=False)
+            return
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
+        signal.signal(signal.SIGINT, lambda _signum, _frame: stop.set())
+        err.print(f"polling {poller.source.key}; Ctrl-C stops", highlight=False)
+        poller.run(stop)
+    except LeaseBusy as exc:
+        fail(str(exc))
+    except (OSError, imaplib.IMAP4.error) as exc:
+        fail(f"{poller.source.key}: {exc.__class__.__name__}: {exc}")
+    finally:
+        instance.close()
