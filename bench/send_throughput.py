@@ -1,0 +1,147 @@
+"""Guarded sends per second with the null transport on PostgreSQL, 1/2/4 worker processes,
+next to a bare `FOR UPDATE SKIP LOCKED` claim-and-complete loop (no safety) in the same run.
+
+    python bench/send_throughput.py [--steps 3000] [--workers 1,2,4]
+
+Each worker process runs the real `Worker.run_once()` (claim, lead lock + re-check, marker,
+null transport, record); the bare loop claims 20 due rows with SKIP LOCKED, marks them, then
+completes each with its own UPDATE + COMMIT: the same batch and commit count without the
+lead lock, the re-check, the marker, the events and the outbound row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import START, scratch_db, workspace, write_result
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import create_engine, text
+
+RESET = [
+    "DELETE FROM outbound_messages",
+    "DELETE FROM events WHERE kind NOT IN ('enrolled', 'campaign_created', 'leads_imported')",
+    "UPDATE steps SET state = 'scheduled', claim_token = NULL, lease_until = NULL, send_day = NULL,"
+    " sent_at = NULL, attempts = 0 WHERE position = 1",
+    "UPDATE enrollments SET state = 'active'",
+]
+
+
+def guarded(url: str, start: mp.Barrier) -> None:  # type: ignore[valid-type]
+    from replyguard.bootstrap import bootstrap
+    from replyguard.service_layer.worker import Worker
+
+    app = bootstrap(url, now=START.isoformat(), transport="null:")
+    worker = Worker(app)
+    _ = app.workspace_id
+    start.wait()
+    worker.run_once()
+    app.close()
+
+
+def bare(url: str, start: mp.Barrier) -> None:  # type: ignore[valid-type]
+    engine = create_engine(url, pool_size=1)
+    start.wait()
+    while True:
+        with engine.begin() as conn:
+            ids = list(
+                conn.execute(
+                    text(
+                        "SELECT id FROM steps WHERE state = 'scheduled' AND due_at <= :now"
+                        " ORDER BY due_at, id LIMIT 20 FOR UPDATE SKIP LOCKED"
+                    ),
+                    {"now": START},
+                ).scalars()
+            )
+            if not ids:
+                break
+            conn.execute(text("UPDATE steps SET state = 'claimed' WHERE id = ANY(:ids)"), {"ids": ids})
+        for step_id in ids:
+            with engine.begin() as conn:
+                conn.execute(
+                    text(
+                        "UPDATE steps SET state = 'sent', sent_at = :now WHERE id = :id AND state = 'claimed'"
+                    ),
+                    {"now": START, "id": step_id},
+                )
+    engine.dispose()
+
+
+def timed(target: object, url: str, n: int) -> float:
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(n + 1)
+    procs = [ctx.Process(target=target, args=(url, barrier)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for p in procs:
+        p.join()
+        assert p.exitcode == 0
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--workers", default="1,2,4")
+    args = parser.parse_args()
+    console = Console()
+    rows = []
+    with scratch_db("postgresql", "send") as url:
+        app = workspace(url, args.steps)
+        admin = create_engine(url)
+
+        def reset() -> None:
+            with admin.begin() as conn:
+                for sql in RESET:
+                    conn.execute(text(sql))
+            with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.execute(text("VACUUM ANALYZE steps"))
+
+        def sent() -> int:
+            with admin.connect() as conn:
+                return int(conn.execute(text("SELECT count(*) FROM steps WHERE state = 'sent'")).scalar_one())
+
+        for n in (int(w) for w in args.workers.split(",")):
+            reset()
+            g_wall = timed(guarded, url, n)
+            g_sent = sent()
+            reset()
+            b_wall = timed(bare, url, n)
+            b_sent = sent()
+            row = {
+                "workers": n,
+                "guarded_sent": g_sent,
+                "guarded_per_s": round(g_sent / g_wall, 1),
+                "bare_done": b_sent,
+                "bare_per_s": round(b_sent / b_wall, 1),
+            }
+            row["ratio"] = round(row["guarded_per_s"] / row["bare_per_s"], 3)
+            console.print(row)
+            rows.append(row)
+        admin.dispose()
+        app.close()
+    table = Table(title="guarded sends/s (null transport, PostgreSQL) vs bare SKIP LOCKED loop")
+    for col in ("worker processes", "guarded sends/s", "bare claim+complete/s", "guarded / bare"):
+        table.add_column(col, justify="right")
+    for row in rows:
+        table.add_row(
+            str(row["workers"]),
+            f"{row['guarded_per_s']:.0f}",
+            f"{row['bare_per_s']:.0f}",
+            f"{row['ratio']:.2f}",
+        )
+    console.print(table)
+    console.print(f"written {write_result('send_throughput', {'steps': args.steps, 'rows': rows})}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
