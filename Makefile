@@ -41,3 +41,18 @@ clean: ## Remove the venv and local databases
 
 eval: $(VENV)/.installed ## Classification accuracy on ../shared/corpus (read in place)
 	$(PY) bench/eval_classifier.py
+
+torture: $(VENV)/.installed ## Fault campaign, long profile, on PostgreSQL (SEED=1); report in bench/results/
+	$(PY) bench/torture.py --profile long --seed $(or $(SEED),1) --report bench/results/torture-long.json
+
+torture-long: torture
+
+torture-short: $(VENV)/.installed ## Fault campaign, short profile (the one `make test` runs)
+	$(PY) bench/torture.py --profile short --seed $(or $(SEED),1) --report bench/results/torture-short.json
+
+bench: $(VENV)/.installed ## Every benchmark; JSON in bench/results/, plot in docs/benchmarks.png
+	$(PY) bench/reply_cancel.py
+	$(PY) bench/send_throughput.py
+	$(PY) bench/ingest_rate.py
+	$(PY) bench/memory.py
+	$(PY) bench/plot.py
