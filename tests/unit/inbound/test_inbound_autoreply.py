@@ -213,3 +213,14 @@ def test_auto_submitted_no_declares_a_person(mail, run):
         headers={"Auto-Submitted": "no", "Precedence": "bulk"},
     )
     assert run(raw).kind is ReplyKind.HUMAN_REPLY
+
+
+def test_precedence_bulk_alone_cannot_carry_wording(mail, run):
+    raw = mail("I'm out of the office tomorrow, so let's speak on Friday.", headers={"Precedence": "bulk"})
+    assert run(raw).kind is ReplyKind.HUMAN_REPLY
+    raw = mail(
+        "Thanks for contacting us! We received your message.",
+        sender="noreply@bigco.example",
+        headers={"Precedence": "bulk"},
+    )
+    assert run(raw).kind is ReplyKind.AUTO_REPLY

@@ -142,3 +142,16 @@ def test_fast_reader_leaves_numbers_that_are_not_dates_alone():
         assert read_date(span, sent) is None, span
     assert read_date("the 5th of August", sent) == date(2024, 8, 5)
     assert read_date("martes 6 de agosto de 2024", sent) == date(2024, 8, 6)
+
+
+@pytest.mark.parametrize(
+    ("lang", "text", "expected"),
+    [
+        ("fr", "Je suis en congés du 15 au 26 juillet.", "2024-07-26"),
+        ("es", "Estaré fuera del 15 al 31 de julio.", "2024-07-31"),
+        ("it", "Sono in ferie dal 15 al 26 luglio.", "2024-07-26"),
+        ("hu", "Szabadságon vagyok augusztus 5-ig.", "2024-08-05"),
+    ],
+)
+def test_ranges_give_their_last_day(lang, text, expected):
+    assert back(text, hint=lang) == expected

@@ -128,6 +128,12 @@ ANCHORS += (
     _a("ru", "back", r"(?<!\w)(?:вернусь|буду в офисе|выйду на работу)\s+(?:в\s+офис\s+)?"),
     _a("cs", "back", r"\b(?:zpět|vrátím se|vracím se|budu (?:zpět|k dispozici))\s+(?:v\s+|ve\s+|od\s+)?"),
     _a("fi", "back", r"\b(?:palaan|takaisin)\s+(?:toimistolle\s+|töihin\s+)?"),
+    # Ranges: "du 15 au 26 juillet", "del 15 al 31 de julio", "dal 15 al 26 luglio", "de 15 a 26
+    # de julho": the end of the range is the last day away.
+    _a("fr", "until", r"\bdu\s+\d{1,2}(?:er)?(?:\s+[^\W\d_]{3,12}\.?)?\s+au\s+"),
+    _a("es", "until", r"\bdel?\s+\d{1,2}(?:\s+de\s+[^\W\d_]{3,12})?\s+al\s+"),
+    _a("it", "until", r"\bdal\s+\d{1,2}(?:\s+[^\W\d_]{3,12})?\s+al\s+"),
+    _a("pt", "until", r"\bde\s+\d{1,2}(?:\s+de\s+[^\W\d_]{3,12})?\s+a\s+"),
     _a("nb", "back", r"\btilbake\s+(?:på\s+jobb\s+|på\s+kontoret\s+)?(?:den\s+|på\s+)?"),
 )
 

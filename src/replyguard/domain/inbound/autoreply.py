@@ -97,8 +97,8 @@ def _weak_headers(msg: Message, names: set[str], from_address: str | None, ev: l
     score = 0.0
     precedence = (header(msg, "precedence") or header(msg, "x-precedence")).lower()
     # A mailing list sets Precedence on every post it relays, people's replies included.
-    if precedence in {"bulk", "junk", "list"} and "list-id" not in names:
-        score += 1
+    bulk = precedence in {"bulk", "junk", "list"} and "list-id" not in names
+    if bulk:
         ev.append(f"header:precedence-{precedence}")
     if raw_header(msg, "return-path") in {"<>", "< >"}:
         score += 1
@@ -112,6 +112,10 @@ def _weak_headers(msg: Message, names: set[str], from_address: str | None, ev: l
     if "x-loop" in names:
         score += 0.5
         ev.append("header:x-loop")
+    if bulk:
+        # CRM and list-like sending tools set Precedence on people's mail too: alone it is half
+        # a vote (it cannot carry wording into "automatic"), beside another robot header a full one.
+        score += 1.0 if score >= 1 else 0.5
     return score
 
 

@@ -80,7 +80,7 @@ _TEXT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         (
             "policyviolation",
-            r"policy|not (?:authori[sz]ed|permitted)|prohibited|denied|relay(?:ing)? denied",
+            r"policy|not (?:authori[sz]ed|permitted)|prohibit\w*|denied|relay(?:ing)? denied",
         ),
         (
             "toomanyconn",

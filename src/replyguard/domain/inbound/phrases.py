@@ -196,7 +196,7 @@ LEFT_COMPANY = _family(
     [
         (
             "en",
-            r"\bno longer (?:with|employed|working|at|part of|in use|active|monitored|"
+            r"\bno longer (?:with|employed|working|work(?:s)? (?:at|for)|at|part of|in use|active|monitored|"
             r"checked|valid)\b|\b(?:has|have) left (?:the|our) (?:company|firm|organi[sz]ation|"
             r"team)\b|\b(?:mailbox|inbox|address|account) (?:is )?(?:not|no longer) "
             r"(?:monitored|in use|checked|active)\b|\bmy (?:new )?e-?mail address (?:has )?"

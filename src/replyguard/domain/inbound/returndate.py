@@ -31,7 +31,10 @@ _JA = re.compile(
 # A date BEFORE its anchor: Finnish "2.8.2024 asti", Turkish "5 Ağustos tarihine kadar".
 _POSTFIX = re.compile(
     r"(?<![\d.])(\d{1,2}(?:[./]\s?\d{1,2}(?:[./]\s?\d{2,4})?\.?|\.?\s+[^\W\d_]{3,12}))"
-    r"(?:['’][^\W\d_]{1,4})?\s+(?:tarihine kadar|kadar|asti|saakka|tarihinde dönece)",
+    r"(?:['’][^\W\d_]{1,4})?\s+(?:tarihine kadar|kadar|asti|saakka|tarihinde dönece)"
+    # Hungarian "augusztus 5-ig" (until): month first, the suffix hangs on the day.
+    r"|((?:január|február|március|április|május|június|július|augusztus|szeptember|október|"
+    r"november|december)\s+\d{1,2})\.?-(?:ig|éig|áig|jéig)\b",
     re.IGNORECASE,
 )
 _BACK_WORDS = frozenset({"以降", "から", "より", "返回", "回来", "回到", "上班"})
@@ -143,7 +146,7 @@ def _candidates(text: str, sent: datetime, hint: str | None) -> list[tuple[int, 
             kind = "back" if match.group(3) in _BACK_WORDS else "until"
             found.append(_ranked(kind, Anchor("ja", kind, _JA), match.start(), day, hint))
     for match in _POSTFIX.finditer(text):
-        day = parse_span(match.group(1), hint or "en", sent)
+        day = parse_span(match.group(1) or match.group(2), hint or "en", sent)
         if day:
             found.append(_ranked("until", Anchor(hint or "fi", "until", _POSTFIX), match.start(), day, hint))
     for match in RANGE.finditer(text):
