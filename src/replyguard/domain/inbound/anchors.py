@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from replyguard.domain.inbound.phrases import compile_lower
+
 
 @dataclass(frozen=True, slots=True)
 class Anchor:
@@ -19,7 +21,8 @@ class Anchor:
 
 
 def _a(lang: str, kind: str, src: str) -> Anchor:
-    return Anchor(lang, kind, re.compile(src, re.IGNORECASE))
+    # Searched in lower-cased text (see phrases.compile_lower): much faster than IGNORECASE.
+    return Anchor(lang, kind, compile_lower(src))
 
 
 _WEEKDAY_GAP = r"(?:[^\W\d_]{2,12},?\s+)?"  # "on Monday, July 22": the weekday is optional
@@ -145,8 +148,7 @@ INCLUSIVE_AFTER = re.compile(
 )
 
 #: "July 10-31": a month word with a day range; the end of the range is the last day away.
-RANGE = re.compile(
+RANGE = compile_lower(
     r"\b(?P<month>[^\W\d_]{3,12})\.?\s+\d{1,2}(?:st|nd|rd|th)?\s*[-–]\s*(?P<end>\d{1,2})"
     r"(?:st|nd|rd|th)?\b",
-    re.IGNORECASE,
 )

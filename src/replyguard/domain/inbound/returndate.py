@@ -19,6 +19,7 @@ from typing import Any
 
 from replyguard.domain.inbound.anchors import ANCHORS, INCLUSIVE_AFTER, RANGE, Anchor
 from replyguard.domain.inbound.fastdate import LEAD, WORTH_DATEPARSER, read_date
+from replyguard.domain.inbound.phrases import compile_lower
 
 _APPLE_END = re.compile(r"endDate=(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})Z?", re.I)
 _LEAD = r"^\s*(?:the|le|el|den|dem|il|o|dia|am|op|på|le|lundi|[^\W\d_]{2,12}[,.]?)?\s*"
@@ -29,13 +30,12 @@ _JA = re.compile(
     r"(\d{1,2})月(\d{1,2})[日号][^。，,\n]{0,8}?(まで|以降|から|より|返回|回来|回到|上班|之前|前)"
 )
 # A date BEFORE its anchor: Finnish "2.8.2024 asti", Turkish "5 Ağustos tarihine kadar".
-_POSTFIX = re.compile(
+_POSTFIX = compile_lower(
     r"(?<![\d.])(\d{1,2}(?:[./]\s?\d{1,2}(?:[./]\s?\d{2,4})?\.?|\.?\s+[^\W\d_]{3,12}))"
     r"(?:['’][^\W\d_]{1,4})?\s+(?:tarihine kadar|kadar|asti|saakka|tarihinde dönece)"
     # Hungarian "augusztus 5-ig" (until): month first, the suffix hangs on the day.
     r"|((?:január|február|március|április|május|június|július|augusztus|szeptember|október|"
     r"november|december)\s+\d{1,2})\.?-(?:ig|éig|áig|jéig)\b",
-    re.IGNORECASE,
 )
 _BACK_WORDS = frozenset({"以降", "から", "より", "返回", "回来", "回到", "上班"})
 _MAX_AHEAD = timedelta(days=400)
@@ -175,7 +175,8 @@ def find_return_date(
         return structured, "header:x-apple-criteria"
     if sent is None:
         return None, None  # relative words cannot be resolved without the message Date
-    best = sorted(_candidates(f"{text}\n{subject}", sent, hint))
+    # Anchors are lower-case patterns; spans are cut from the same lower-cased text.
+    best = sorted(_candidates(f"{text}\n{subject}".lower(), sent, hint))
     if not best:
         return None, None
     return best[0][3], f"returndate:{best[0][4]}"
