@@ -224,3 +224,10 @@ def test_precedence_bulk_alone_cannot_carry_wording(mail, run):
         headers={"Precedence": "bulk"},
     )
     assert run(raw).kind is ReplyKind.AUTO_REPLY
+
+
+def test_only_capital_auto_is_the_lotus_prefix(mail, run):
+    raw = mail("Wir suchen 12 Fahrzeuge. Ich bin bis Freitag im Urlaub.", subject="Auto: Leasingangebot")
+    assert run(raw).kind is ReplyKind.HUMAN_REPLY
+    raw = mail("I am out of the office until 12/08/2024.", subject="AUTO: Paul Young (returning 12/08/2024)")
+    assert run(raw).kind is ReplyKind.OUT_OF_OFFICE

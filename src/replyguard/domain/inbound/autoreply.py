@@ -38,6 +38,9 @@ _NOREPLY_FROM = re.compile(
 _OOO_SUBJECT = re.compile(
     r"office|abwesen|urlaub|fuori|frånv|ausên|ausenc|afwez|fuera|absen|vacation|不在", re.I
 )
+# Lotus/HCL Notes writes "AUTO: Jana Schmidt is out of the office". Only the capitals count:
+# "Auto: Leasingangebot" is a German subject about a car.
+_LOTUS_AUTO = re.compile(r"^\s*AUTO\s*:")
 _EMAIL = re.compile(r"[\w.+'-]+@[\w-]+(?:\.[\w-]+)+")
 
 
@@ -138,8 +141,10 @@ def _subject_signals(subject: str, ev: list[str]) -> tuple[str | None, str | Non
             ev.append("subject:en:auto-reply")
             return "en", None
         return None, None
-    strong = phrases.first_match(phrases.AUTO_SUBJECT, subject) or phrases.first_match(
-        phrases.AUTO_SUBJECT_SUFFIX, subject
+    strong = (
+        phrases.first_match(phrases.AUTO_SUBJECT, subject)
+        or phrases.first_match(phrases.AUTO_SUBJECT_SUFFIX, subject)
+        or ("en" if _LOTUS_AUTO.match(subject) else None)
     )
     if strong:
         ev.append(f"subject:{strong}:auto-reply")

@@ -41,7 +41,7 @@ AUTO_SUBJECT = _family(
         (
             "en",
             r"^\s*(?:auto(?:matic)?[ -]?(?:reply|response|respons)|autoreply|autoresponse|"
-            r"out of (?:the )?office(?: autoreply| alert| reply)?|auto)\s*:",
+            r"out of (?:the )?office(?: autoreply| alert| reply)?)\s*:",
         ),
         ("en", r"^\s*(?:autoresponse|auto-?reply|out of office autoreply)\s+-"),
         (
