@@ -74,5 +74,10 @@ class Settings:
             ),
             max_pause=_seconds("REPLYGUARD_MAX_PAUSE_SECONDS", defaults.max_pause.total_seconds()),
             public_url=os.environ.get("REPLYGUARD_PUBLIC_URL", defaults.public_url).rstrip("/"),
+            mailgun_signing_key=_secret("REPLYGUARD_MAILGUN_SIGNING_KEY"),
+            postmark_user=_secret("REPLYGUARD_POSTMARK_USER"),
+            postmark_password=_secret("REPLYGUARD_POSTMARK_PASSWORD"),
+            sendgrid_secret=_secret("REPLYGUARD_SENDGRID_SECRET"),
+            inbound_max_bytes=_bytes("REPLYGUARD_INBOUND_MAX_BYTES", defaults.inbound_max_bytes),
             unsafe_skip_recheck=os.environ.get("REPLYGUARD_UNSAFE_SKIP_RECHECK", "") == "1",
         )

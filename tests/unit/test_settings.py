@@ -1,0 +1,33 @@
+"""Settings come from the environment once; secrets never show in repr."""
+
+from __future__ import annotations
+
+import pytest
+
+from replyguard.settings import Settings
+
+
+def test_webhook_secrets_and_limits_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REPLYGUARD_MAILGUN_SIGNING_KEY", "mg-key")
+    monkeypatch.setenv("REPLYGUARD_POSTMARK_USER", "pm")
+    monkeypatch.setenv("REPLYGUARD_POSTMARK_PASSWORD", "pm-pass")
+    monkeypatch.setenv("REPLYGUARD_SENDGRID_SECRET", "sg-secret")
+    monkeypatch.setenv("REPLYGUARD_INBOUND_MAX_BYTES", "1000")
+    settings = Settings.from_env()
+    assert (settings.mailgun_signing_key, settings.postmark_user, settings.postmark_password) == (
+        "mg-key",
+        "pm",
+        "pm-pass",
+    )
+    assert settings.sendgrid_secret == "sg-secret" and settings.inbound_max_bytes == 1000
+    for secret in ("mg-key", "pm-pass", "sg-secret"):
+        assert secret not in repr(settings)
+
+
+def test_unset_secrets_mean_disabled_and_bad_numbers_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("REPLYGUARD_MAILGUN_SIGNING_KEY", "REPLYGUARD_SENDGRID_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    assert Settings.from_env().mailgun_signing_key is None
+    monkeypatch.setenv("REPLYGUARD_LEASE_SECONDS", "soon")
+    with pytest.raises(ValueError, match="REPLYGUARD_LEASE_SECONDS"):
+        Settings.from_env()
