@@ -18,11 +18,24 @@ class Anchor:
     lang: str
     kind: str
     pattern: re.Pattern[str]
+    #: The match must start at a word boundary (checked by the caller, see `_a`).
+    boundary: bool = False
+
+
+_LEADING_BOUNDARY = re.compile(r"^(?:\\b|\(\?<!\\w\))")
 
 
 def _a(lang: str, kind: str, src: str) -> Anchor:
-    # Searched in lower-cased text (see phrases.compile_lower): much faster than IGNORECASE.
-    return Anchor(lang, kind, compile_lower(src))
+    """An anchor searched in lower-cased text (see phrases.compile_lower: much faster than
+    IGNORECASE). A leading \\b is checked by the caller instead of by the regex: without it the
+    engine can skip ahead to the keyword's first letters, about three times faster."""
+    bare = _LEADING_BOUNDARY.sub("", src)
+    return Anchor(lang, kind, compile_lower(bare), boundary=bare != src)
+
+
+def at_boundary(text: str, start: int) -> bool:
+    """True when `start` begins a word: what a leading \\b would have checked."""
+    return start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")
 
 
 _WEEKDAY_GAP = r"(?:[^\W\d_]{2,12},?\s+)?"  # "on Monday, July 22": the weekday is optional

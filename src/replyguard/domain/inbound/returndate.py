@@ -17,7 +17,7 @@ import re
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from replyguard.domain.inbound.anchors import ANCHORS, INCLUSIVE_AFTER, RANGE, Anchor
+from replyguard.domain.inbound.anchors import ANCHORS, INCLUSIVE_AFTER, RANGE, Anchor, at_boundary
 from replyguard.domain.inbound.fastdate import LEAD, WORTH_DATEPARSER, read_date
 from replyguard.domain.inbound.phrases import compile_lower
 
@@ -133,6 +133,8 @@ def _candidates(text: str, sent: datetime, hint: str | None) -> list[tuple[int, 
     found: list[tuple[int, int, int, date, str]] = []
     for anchor in ANCHORS:
         for match in anchor.pattern.finditer(text):
+            if anchor.boundary and not at_boundary(text, match.start()):
+                continue
             day = parse_span(text[match.end() :], anchor.lang, sent)
             if day is None:
                 continue
