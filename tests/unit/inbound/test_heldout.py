@@ -18,10 +18,11 @@ from replyguard.domain.inbound import classify
 
 BUILD = Path(__file__).resolve().parents[2] / "fixtures" / "heldout" / "build.py"
 AUTOMATIC = {"out_of_office", "auto_reply", "bounce_hard", "bounce_soft"}
-# Measured: 198/198 kinds (100.0%) and 57/57 return dates after the rule and date-parser work
+# Measured: 216/216 kinds (100.0%) and 63/63 return dates after the rule and date-parser work
 # of November 2026 (the set had been used to find the failures, so allow a small margin). The
 # 26 'l_' cases were written after the rules were changed and first scored 24/26 kinds, 6/9
-# dates: that first score is the honest estimate for unseen mail.
+# dates; the 18 'm_' cases, written after further changes, first scored 17/18 kinds (a human
+# reply read as unsubscribe), 5/6 dates. Those first scores are the honest estimate for unseen mail.
 KIND_ACCURACY_FLOOR = 0.97
 DATE_ACCURACY_FLOOR = 0.90
 

@@ -147,3 +147,27 @@ def test_phrase_patterns_must_be_lower_case():
     assert compile_lower(r"\bout of office\b\S").search("i am out of office!")
     with pytest.raises(ValueError, match="lower case"):
         compile_lower(r"Out of office")
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("Да, в среду.\n\nпн, 15 июл. 2024 г. в 09:58, Max <m@x.com>:\n\n> Здравствуйте", "Да, в среду."),
+        ("水曜日で。\n\n2024年7月15日(月) 9:58 Max <m@x.com>:\n\n> 鈴木様", "水曜日で。"),
+        (
+            "Gerne.\n\nMax Muster <m@x.com> schrieb am Fr., 28.\nApr. 2017 um 11:53 Uhr:\n\n> Hallo",
+            "Gerne.",
+        ),
+        (
+            "Evet.\n\nKimden: Max <m@x.com>\nGönderildi: 15 Temmuz 2024 09:58\nKime: Emre\nKonu: Q3",
+            "Evet.",
+        ),
+    ],
+)
+def test_attribution_lines_without_a_verb_and_more_outlook_languages(body, expected):
+    assert new_text(body) == expected
+
+
+def test_the_senders_only_line_above_a_quote_is_kept():
+    # The first line is never taken for an attribution, even with a colon and a time in it.
+    assert new_text("Yes, 10:30 works:\n> shall we meet?") == "Yes, 10:30 works:"

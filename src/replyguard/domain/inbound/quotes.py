@@ -51,7 +51,8 @@ _FIELD_OTHER = re.compile(
     r"Enviado|Enviada|Fecha|Para|Asunto|Inviato|Data|A|Oggetto|Verzonden|Aan|Onderwerp|"
     r"Skickat|Till|Ämne|Sendt|Til|Emne|Wysłano|Wysłane|Do|Temat|Odesláno|Komu|Předmět|"
     r"Lähetetty|Vastaanottaja|Aihe|Отправлено|Кому|Тема|Assunto|Dátum|Tárgy|Tarih|Konu|"
-    r"Kopie|Kopi|Kopia|Copie|CC)\s*\*?\s*[:：]",
+    r"Kopie|Kopi|Kopia|Copie|CC|Gönderildi|Gönderilme Tarihi|Kime|Bilgi|Elküldve|Címzett|"
+    r"Дата|Копия|Датум|Послато)\s*\*?\s*[:：]",
     re.IGNORECASE,
 )
 _UNDERLINE = re.compile(r"^\s*_{8,}\s*$")
@@ -59,6 +60,8 @@ _LOTUS = re.compile(r"^\s*(?:Sent by|Please respond to)\s*:?", re.IGNORECASE)
 # New text sits at the top; a history marker further down than this is not worth the scan.
 _MAX_SCAN_LINES = 400
 _EMAIL_IN_LINE = re.compile(r"\S+@\S+")
+_ATTRIBUTION_HINT = re.compile(r"@|\d{1,2}:\d{2}")
+_WRAPPED_ATTRIBUTION = re.compile(r"[@<]|\d{1,2}[:.]\d{2}|\d{4}")
 _HTML_QUOTE = re.compile(
     r"<blockquote|gmail_quote|divRplyFwdMsg|moz-cite-prefix|yahoo_quoted|OLK_SRC_BODY_SECTION", re.I
 )
@@ -112,12 +115,30 @@ def _lotus_start(lines: list[str], i: int) -> int | None:
     return i
 
 
+def _attribution_above(lines: list[str], i: int) -> int:
+    """An attribution line right above a '>' block is part of the history, in any language:
+    it names the sender ('@') or a time, and ends with a colon ("пн, 15 июл. 2024 г. в 09:58,
+    Max <m@x>:", "2024年7月15日(月) 9:58 Max <m@x>:")."""
+    j = i - 1
+    while j >= 0 and not lines[j].strip():
+        j -= 1
+    if j < 1 or i - j > 2:
+        return i  # nothing above, or the only line: keep it as the sender's words
+    above = lines[j].strip()
+    if not (above.endswith((":", "：")) and len(above) < 200 and _ATTRIBUTION_HINT.search(above)):
+        return i
+    # Clients wrap a long attribution over up to three lines; each of them names an address,
+    # a bracket or a number, which a sentence of the sender's rarely does.
+    while j > 1 and i - j < 4 and lines[j - 1].strip() and _WRAPPED_ATTRIBUTION.search(lines[j - 1]):
+        j -= 1
+    return j
+
+
 def _split_at_history(lines: list[str]) -> int:
     """Index of the first line of quoted history, or len(lines) when there is none."""
     for i, line in enumerate(lines[:_MAX_SCAN_LINES]):
         if line.lstrip().startswith(">"):
-            # An attribution line right above a '>' block is part of the history.
-            return i
+            return _attribution_above(lines, i)
         if _is_header_at(lines, i):
             return i
         lotus = _lotus_start(lines, i)

@@ -28,7 +28,10 @@ _NUMERIC = re.compile(_LEAD + r"(\d{1,4})([./-])\s?(\d{1,2})(?:\2\s?(\d{2,4}))?\
 # Japanese and Chinese: "8月5日まで" (until), "8月6日以降" (from), "将于8月5日返回" (back on).
 _JA = re.compile(
     r"(\d{1,2})月(\d{1,2})[日号][^。，,\n]{0,8}?(まで|以降|から|より|返回|回来|回到|上班|之前|前)"
+    r"([^。\n]{0,8})"
 )
+# "から"/"より" (from) start the absence ("7月16日から8月12日まで") unless work resumes right after.
+_JA_RESUME = re.compile(r"出社|出勤|戻|復帰|対応|返信|連絡|業務")
 # A date BEFORE its anchor: Finnish "2.8.2024 asti", Turkish "5 Ağustos tarihine kadar".
 _POSTFIX = compile_lower(
     r"(?<![\d.])(\d{1,2}(?:[./]\s?\d{1,2}(?:[./]\s?\d{2,4})?\.?|\.?\s+[^\W\d_]{3,12}))"
@@ -144,6 +147,8 @@ def _candidates(text: str, sent: datetime, hint: str | None) -> list[tuple[int, 
             found.append(_ranked(kind, anchor, match.start(), day, hint))
     for match in _JA.finditer(text):
         day = _with_rollover(int(match.group(1)), int(match.group(2)), None, sent.date())
+        if match.group(3) in {"から", "より"} and not _JA_RESUME.search(match.group(4)):
+            continue
         if day and _plausible(day, sent.date()):
             kind = "back" if match.group(3) in _BACK_WORDS else "until"
             found.append(_ranked(kind, Anchor("ja", kind, _JA), match.start(), day, hint))
