@@ -125,8 +125,7 @@ def detect_unsubscribe(msg: Message, subject: str, new_text: str) -> tuple[str, 
         found = pattern.search(head)
         if found:
             if _asks_to_keep_talking(head, found.start()):
-                evidence.append(f"body:{lang}:unsubscribe-newsletter-only")
-                return ()
+                return ()  # a conversation: the caller answers "human reply"
             evidence.append(f"body:{lang}:unsubscribe")
             break
     return tuple(evidence)
