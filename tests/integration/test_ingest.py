@@ -294,3 +294,24 @@ def test_ingest_timing_uses_our_clock(app: App, clock: FixedClock) -> None:
     ingest_raw(app, _mail(PRIYA, f"Re: {subject}", "ok\n", in_reply_to=mid), "test")
     with app.uow() as uow:
         assert uow.session.scalars(select(m.Reply.received_at)).one() == clock.now()
+
+
+def test_a_left_the_company_notice_holds_the_lead_and_names_the_new_contact(
+    app: App, clock: FixedClock
+) -> None:
+    _sent_day(app, clock)
+    mid, subject, _ = _first_sent(app, MARC, REPORTS)
+    notice = _mail(
+        MARC,
+        f"Automatic reply: {subject}",
+        "Marc Keller is no longer with Brightline Logistics. This mailbox is not monitored.\n"
+        "Please contact Vera Brandt at vera.brandt@brightline-logistics.test instead.\n",
+        in_reply_to=mid,
+        headers={"Auto-Submitted": "auto-replied"},
+    )
+    result = ingest_raw(app, notice, "test")
+    assert result.kind == "auto_reply"
+    assert lead_state(app, MARC, REPORTS) == "held"
+    with app.uow() as uow:
+        payload = uow.session.scalars(select(m.Notice.payload)).one()
+    assert payload["new_contact"] == "vera.brandt@brightline-logistics.test"

@@ -45,6 +45,7 @@ class IncomingReply:
     source: str = "cli"
     inbound_message_id: int | None = None
     left_company: bool = False
+    new_contact: str | None = None  # "please contact ... instead", from a left-company notice
 
 
 @dataclass
@@ -117,7 +118,7 @@ def record_reply(
     _suppress(uow, effect.suppress, addresses, bounced, reply.kind)
     outcome.other_products = _other_products(uow, contact.id, lead.id)
     if effect.notify:
-        outcome.notice_id = _notice(uow, lead, contact, row, effect, outcome)
+        outcome.notice_id = _notice(uow, lead, contact, row, effect, outcome, reply)
     return outcome
 
 
@@ -298,6 +299,7 @@ def _notice(
     reply: m.Reply,
     effect: ReplyEffect,
     outcome: ReplyOutcome,
+    incoming: IncomingReply,
 ) -> int:
     """The hand-off: product, campaign, lead, thread and subject — enough to act."""
     product = uow.session.get_one(m.Product, lead.product_id)
@@ -333,6 +335,7 @@ def _notice(
         "crossed": outcome.crossed,
         "in_flight": outcome.in_flight,
         "hold_reason": effect.hold_reason,
+        "new_contact": incoming.new_contact,
         "recommendation": effect.recommendation,
         "other_products": outcome.other_products,
     }
