@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, and_, bindparam, exists, func, select, text, update
+from sqlalchemy import Connection, Table, and_, bindparam, exists, func, select, text, tuple_, update
 from sqlalchemy.exc import DBAPIError
 
 from replyguard.adapters.db import models as m
@@ -55,6 +55,38 @@ EV = cast(Table, m.Event.__table__)
 SUP = cast(Table, m.Suppression.__table__)
 CS = cast(Table, m.CampaignStep.__table__)
 WS = cast(Table, m.Workspace.__table__)
+
+#: Everything the re-check and the email need about a step, in one query.
+_SEND_ROWS = select(
+    S.c.id,
+    S.c.state,
+    S.c.claim_token,
+    S.c.cancel_requested,
+    S.c.to_address,
+    S.c.send_key,
+    S.c.message_id,
+    S.c.subject,
+    S.c.body,
+    S.c.in_reply_to,
+    S.c.references,
+    E.c.state.label("enrollment_state"),
+    C.c.status.label("campaign_status"),
+    exists()
+    .where(SUP.c.workspace_id == S.c.workspace_id, SUP.c.address == S.c.to_address)
+    .label("suppressed"),
+    CT.c.first_name,
+    CT.c.last_name,
+    MB.c.address.label("from_address"),
+    MB.c.from_name,
+    WS.c.secret,
+).select_from(
+    S.join(E, E.c.id == S.c.enrollment_id)
+    .join(C, C.c.id == E.c.campaign_id)
+    .join(L, L.c.id == S.c.lead_id)
+    .join(CT, CT.c.id == L.c.contact_id)
+    .join(MB, MB.c.id == S.c.mailbox_id)
+    .join(WS, WS.c.id == S.c.workspace_id)
+)
 
 _USING_SLOT = [StepState.CLAIMED, StepState.SENDING, StepState.SENT, StepState.UNKNOWN]
 
@@ -120,8 +152,9 @@ class Worker:
             if not claims:
                 break
             batches += 1
-            for claim in claims:
-                self.send(claim, report)
+            size = max(1, self.app.settings.send_batch)
+            for start in range(0, len(claims), size):
+                self.send_batch(claims[start : start + size], report)
         return report
 
     # ------------------------------------------------------------------ T1 claim
@@ -238,85 +271,119 @@ class Worker:
     # ------------------------------------------------------------------ T2 + send + T3
     def send(self, claim: Claim, report: WorkerReport) -> str:
         """Guarded send of one claimed step. Returns what happened, for reports and tests."""
-        try:
-            guarded = self._send_holding_lock if self.postgres else self._send_commit_then_call
-            result = guarded(claim)
-        except Stale:
-            result = "stale"
-        except DBAPIError as exc:
-            # The step keeps its claim or marker; recovery decides after the lease.
-            log.warning("step %s: database error during send: %s", claim.step_id, exc.__class__.__name__)
-            result = "error"
-        _count(report, result)
-        return result
+        return self.send_batch([claim], report)[0]
 
-    def _send_holding_lock(self, claim: Claim) -> str:
-        delivery: Delivery | None = None
+    def send_batch(self, claims: list[Claim], report: WorkerReport) -> list[str]:
+        """Guarded sends of claimed steps, one result per claim, in order.
+
+        The steps of a batch share one re-check transaction (their leads locked in id order),
+        one marker commit and one record commit; each email is still handed over on its own.
+        """
+        results: dict[int, str] = {}
+        try:
+            guarded = self._batch_holding_locks if self.postgres else self._batch_commit_then_call
+            guarded(claims, results)
+        except DBAPIError as exc:
+            # Steps keep their claim or marker; recovery decides after the lease.
+            log.warning("database error during a send batch: %s", exc.__class__.__name__)
+        ordered = [results.get(c.step_id, "error") for c in claims]
+        for result in ordered:
+            _count(report, result)
+        return ordered
+
+    def _batch_holding_locks(self, claims: list[Claim], results: dict[int, str]) -> None:
+        deliveries: list[tuple[Claim, Delivery]] = []
         with self.engine.connect() as conn:
             tx = conn.begin()
             try:
-                refused = self._recheck(conn, claim)
-                if refused is not None:
+                go = self._recheck_many(conn, claims, results)
+                if not go:
                     tx.commit()
-                    return refused
+                    return
                 self.app.failpoints.hit("after_recheck")
-                email = self._email(conn, claim.step_id)
                 with self.engine.connect() as marker, marker.begin():
-                    self._mark_sending(marker, claim, email)
+                    go = self._mark_sending_many(marker, go, results)
                 self.app.failpoints.hit("after_marker")
 
                 def still_locked() -> None:
-                    # Raises if our session, and with it the lead lock, is gone: then the
+                    # Raises if our session, and with it the lead locks, is gone: then the
                     # transport must not start the point of no return.
                     self.app.failpoints.hit("before_data")
                     conn.execute(text("SELECT 1"))
 
-                delivery = self._hand_over(email, still_locked)
-                self.app.failpoints.hit("after_transport")
-                result = self._record(conn, claim, delivery)
+                for claim, email in go:
+                    deliveries.append((claim, self._hand_over(email, still_locked)))
+                    self.app.failpoints.hit("after_transport")
+                self._record_many(conn, deliveries, results)
                 self.app.failpoints.hit("before_record_commit")
                 tx.commit()
-                return result
+                return
             except DBAPIError as exc:
-                if delivery is None or not exc.connection_invalidated:
+                if not deliveries or not exc.connection_invalidated:
                     raise
+                for claim, _ in deliveries:
+                    results.pop(claim.step_id, None)
         # The database connection died after the transport answered: record with a new one,
-        # under the lead lock again.
-        return self._record_fresh(claim, delivery)
+        # under the lead locks again.
+        self._record_fresh(deliveries, results)
 
-    def _send_commit_then_call(self, claim: Claim) -> str:
+    def _batch_commit_then_call(self, claims: list[Claim], results: dict[int, str]) -> None:
         with self.engine.connect() as conn, conn.begin():
-            refused = self._recheck(conn, claim)
-            if refused is not None:
-                return refused
+            go = self._recheck_many(conn, claims, results)
+            if not go:
+                return
             self.app.failpoints.hit("after_recheck")
-            email = self._email(conn, claim.step_id)
-            self._mark_sending(conn, claim, email)
+            go = self._mark_sending_many(conn, go, results)
         self.app.failpoints.hit("after_marker")
-        delivery = self._hand_over(email, lambda: self.app.failpoints.hit("before_data"))
-        self.app.failpoints.hit("after_transport")
-        return self._record_fresh(claim, delivery)
+        deliveries: list[tuple[Claim, Delivery]] = []
+        for claim, email in go:
+            deliveries.append((claim, self._hand_over(email, lambda: self.app.failpoints.hit("before_data"))))
+            self.app.failpoints.hit("after_transport")
+        self._record_fresh(deliveries, results)
 
     def _hand_over(self, email: OutgoingEmail, before_commit: Callable[[], None]) -> Delivery:
         """The transport call. Transports report delivery problems as a Delivery; anything they
         raise instead is judged here so that one bad email cannot stop the worker."""
+        aborted: list[BaseException] = []
+
+        def hook() -> None:
+            try:
+                before_commit()
+            except BaseException as exc:
+                aborted.append(exc)
+                raise
+
         try:
-            return self.transport.send(email, before_commit=before_commit)
+            return self.transport.send(email, before_commit=hook)
         except InjectedCrash:
             raise
-        except ValueError as exc:
-            # Refused while building the message (an unsafe header): nothing was sent.
-            return Delivery(Outcome.PERMANENT, f"could not build the message: {exc}")
-        except Exception as exc:  # an unknown failure is an unknown outcome
+        except Exception as exc:
+            if aborted:
+                # Our own last check refused (the lead lock is gone): nothing was handed over.
+                return Delivery(Outcome.TRANSIENT, f"aborted before the point of no return: {exc}")
+            if isinstance(exc, ValueError):
+                return Delivery(Outcome.PERMANENT, f"could not build the message: {exc}")
             log.exception("step %s: transport raised", email.send_key)
             return Delivery(Outcome.UNKNOWN, f"transport raised {exc.__class__.__name__}")
 
-    def _record_fresh(self, claim: Claim, delivery: Delivery) -> str:
+    def _record_fresh(self, deliveries: list[tuple[Claim, Delivery]], results: dict[int, str]) -> None:
+        if not deliveries:
+            return
         with self.engine.connect() as conn, conn.begin():
-            self._lock_lead(conn, claim.lead_id)
-            result = self._record(conn, claim, delivery)
+            self._lock_leads(conn, [claim.lead_id for claim, _ in deliveries])
+            self._record_many(conn, deliveries, results)
             self.app.failpoints.hit("before_record_commit")
-            return result
+
+    def _lock_leads(self, conn: Connection, lead_ids: list[int]) -> dict[int, Any]:
+        """Lock lead rows in id order (the order every transaction uses: no deadlock cycles)."""
+        query = (
+            select(L.c.id, L.c.reply_state, L.c.paused_until)
+            .where(L.c.id.in_(sorted(set(lead_ids))))
+            .order_by(L.c.id)
+        )
+        if self.postgres:
+            query = query.with_for_update(key_share=True)
+        return {row.id: row for row in conn.execute(query)}
 
     def _lock_lead(self, conn: Connection, lead_id: int, *, skip_locked: bool = False) -> Any:
         query = select(L.c.id, L.c.reply_state, L.c.paused_until, L.c.contact_id).where(L.c.id == lead_id)
@@ -326,29 +393,29 @@ class Worker:
             query = query.with_for_update(key_share=True, skip_locked=skip_locked)
         return conn.execute(query).one_or_none()
 
-    def _recheck(self, conn: Connection, claim: Claim) -> str | None:
-        if self.app.settings.unsafe_skip_recheck:
-            return None  # TEST-ONLY broken guard: no lead lock, no re-check (see Settings)
-        lead = self._lock_lead(conn, claim.lead_id)
+    def _recheck_many(
+        self, conn: Connection, claims: list[Claim], results: dict[int, str]
+    ) -> list[tuple[Claim, OutgoingEmail]]:
+        """Lock the claims' leads, re-read everything a send depends on, refuse what may not go.
+
+        Returns the claims that may be sent now, with their emails; every other claim gets its
+        result ("refused" or "stale") in `results`.
+        """
         now = self.now()
-        row = conn.execute(
-            select(
-                S.c.state,
-                S.c.claim_token,
-                S.c.cancel_requested,
-                S.c.to_address,
-                E.c.state.label("enrollment_state"),
-                C.c.status.label("campaign_status"),
-                exists()
-                .where(SUP.c.workspace_id == S.c.workspace_id, SUP.c.address == S.c.to_address)
-                .label("suppressed"),
-            )
-            .select_from(S.join(E, E.c.id == S.c.enrollment_id).join(C, C.c.id == E.c.campaign_id))
-            .where(S.c.id == claim.step_id)
-        ).one()
-        assert lead is not None
-        refusal = recheck(
-            SendCheck(
+        unsafe = self.app.settings.unsafe_skip_recheck
+        # TEST-ONLY broken guard (see Settings.unsafe_skip_recheck): no lead lock, no re-check.
+        leads = {} if unsafe else self._lock_leads(conn, [c.lead_id for c in claims])
+        rows = {
+            row.id: row for row in conn.execute(_SEND_ROWS.where(S.c.id.in_([c.step_id for c in claims])))
+        }
+        go: list[tuple[Claim, OutgoingEmail]] = []
+        for claim in claims:
+            row = rows[claim.step_id]
+            if unsafe:
+                go.append((claim, self._email_from_row(row)))
+                continue
+            lead = leads[claim.lead_id]
+            check = SendCheck(
                 reply_state=lead.reply_state,
                 paused_until=lead.paused_until,
                 step_state=row.state,
@@ -358,55 +425,43 @@ class Worker:
                 enrollment_state=row.enrollment_state,
                 campaign_status=row.campaign_status,
                 address_suppressed=bool(row.suppressed),
-            ),
-            now,
-        )
-        if refusal is None:
-            return None
-        if refusal.cancel:
-            values: dict[str, Any] = {"state": StepState.CANCELLED, "cancel_reason": "refused"}
-        else:
-            later = max(now, lead.paused_until or now)
-            values = {"state": StepState.SCHEDULED, "due_at": later, "send_day": None}
-        conn.execute(
-            update(S)
-            .where(S.c.id == claim.step_id, S.c.claim_token == claim.token)
-            .values(claim_token=None, lease_until=None, updated_at=now, **values)
-        )
-        self._event(
-            conn,
-            "send_refused",
-            claim.lead_id,
-            claim.step_id,
-            reason=refusal.reason,
-            cancelled=refusal.cancel,
-        )
-        return "refused"
+            )
+            try:
+                refusal = recheck(check, now)
+            except Stale:
+                results[claim.step_id] = "stale"
+                continue
+            if refusal is None:
+                go.append((claim, self._email_from_row(row)))
+                continue
+            if refusal.cancel:
+                values: dict[str, Any] = {"state": StepState.CANCELLED, "cancel_reason": "refused"}
+            else:
+                values = {
+                    "state": StepState.SCHEDULED,
+                    "due_at": max(now, lead.paused_until or now),
+                    "send_day": None,
+                }
+            conn.execute(
+                update(S)
+                .where(S.c.id == claim.step_id, S.c.claim_token == claim.token)
+                .values(claim_token=None, lease_until=None, updated_at=now, **values)
+            )
+            self._event(
+                conn,
+                "send_refused",
+                claim.lead_id,
+                claim.step_id,
+                reason=refusal.reason,
+                cancelled=refusal.cancel,
+            )
+            results[claim.step_id] = "refused"
+        return go
 
     def _email(self, conn: Connection, step_id: int) -> OutgoingEmail:
-        row = conn.execute(
-            select(
-                S.c.send_key,
-                S.c.message_id,
-                S.c.to_address,
-                S.c.subject,
-                S.c.body,
-                S.c.in_reply_to,
-                S.c.references,
-                CT.c.first_name,
-                CT.c.last_name,
-                MB.c.address.label("from_address"),
-                MB.c.from_name,
-                WS.c.secret,
-            )
-            .select_from(
-                S.join(L, L.c.id == S.c.lead_id)
-                .join(CT, CT.c.id == L.c.contact_id)
-                .join(MB, MB.c.id == S.c.mailbox_id)
-                .join(WS, WS.c.id == S.c.workspace_id)
-            )
-            .where(S.c.id == step_id)
-        ).one()
+        return self._email_from_row(conn.execute(_SEND_ROWS.where(S.c.id == step_id)).one())
+
+    def _email_from_row(self, row: Any) -> OutgoingEmail:
         token = unsubscribe_token(row.secret, row.send_key)
         local, _, domain = row.from_address.partition("@")
         return OutgoingEmail(
@@ -425,53 +480,73 @@ class Worker:
             unsubscribe_mailto=f"{local}+unsubscribe-{token}@{domain or domain_of(row.from_address)}",
         )
 
-    def _mark_sending(self, conn: Connection, claim: Claim, email: OutgoingEmail) -> None:
-        """The durable marker, fenced on our token. Also stores the Message-ID before the
-        send, so a reply that arrives instantly still matches."""
+    def _mark_sending_many(
+        self, conn: Connection, go: list[tuple[Claim, OutgoingEmail]], results: dict[int, str]
+    ) -> list[tuple[Claim, OutgoingEmail]]:
+        """The durable marker, fenced on our tokens (each unique to one claim), committed before
+        any byte leaves. Also stores each Message-ID first, so an instant reply still matches."""
         now = self.now()
-        attempts = conn.execute(
-            update(S)
-            .where(
-                S.c.id == claim.step_id,
-                S.c.claim_token == claim.token,
-                S.c.state == StepState.CLAIMED,
-            )
-            .values(
-                state=StepState.SENDING,
-                attempts=S.c.attempts + 1,
-                lease_until=now + self.app.settings.lease,
-                updated_at=now,
-            )
-            .returning(S.c.attempts)
-        ).scalar()
-        if attempts is None:
-            raise Stale("lost the claim before the marker")
-        if attempts == 1:
+        marked: dict[int, int] = dict(
             conn.execute(
-                OUT.insert().values(
-                    workspace_id=self.ws,
-                    step_id=claim.step_id,
-                    lead_id=claim.lead_id,
-                    message_id=email.message_id,
-                    to_address=email.to_address,
-                    subject=email.subject,
-                    status="handed",
-                    handed_at=now,
-                )
-            )
-        else:  # a retry: the row was written by the first attempt's marker
-            conn.execute(
-                update(OUT).where(OUT.c.step_id == claim.step_id).values(status="handed", handed_at=now)
-            )
-
-    def _record(self, conn: Connection, claim: Claim, delivery: Delivery) -> str:
-        now = self.now()
-        fenced = and_(S.c.id == claim.step_id, S.c.claim_token == claim.token, S.c.state == StepState.SENDING)
-        outcome = delivery.outcome
-        if outcome is Outcome.ACCEPTED:
-            sent = conn.execute(
                 update(S)
-                .where(fenced)
+                .where(
+                    S.c.id.in_([c.step_id for c, _ in go]),
+                    S.c.claim_token.in_([c.token for c, _ in go]),
+                    S.c.state == StepState.CLAIMED,
+                )
+                .values(
+                    state=StepState.SENDING,
+                    attempts=S.c.attempts + 1,
+                    lease_until=now + self.app.settings.lease,
+                    updated_at=now,
+                )
+                .returning(S.c.id, S.c.attempts)
+            ).all()
+        )
+        first = [
+            {
+                "workspace_id": self.ws,
+                "step_id": c.step_id,
+                "lead_id": c.lead_id,
+                "message_id": e.message_id,
+                "to_address": e.to_address,
+                "subject": e.subject,
+                "status": "handed",
+                "handed_at": now,
+            }
+            for c, e in go
+            if marked.get(c.step_id) == 1
+        ]
+        if first:
+            conn.execute(OUT.insert(), first)
+        retried = [c.step_id for c, _ in go if marked.get(c.step_id, 1) > 1]
+        if retried:  # a retry: the row was written by the first attempt's marker
+            conn.execute(update(OUT).where(OUT.c.step_id.in_(retried)).values(status="handed", handed_at=now))
+        for claim, _ in go:
+            if claim.step_id not in marked:
+                results[claim.step_id] = "stale"
+        return [(c, e) for c, e in go if c.step_id in marked]
+
+    def _record_many(
+        self, conn: Connection, deliveries: list[tuple[Claim, Delivery]], results: dict[int, str]
+    ) -> None:
+        """Write every result, fenced on the claim tokens. Acceptances are written together."""
+        now = self.now()
+        accepted = [(c, d) for c, d in deliveries if d.outcome is Outcome.ACCEPTED]
+        for claim, delivery in deliveries:
+            if delivery.outcome is not Outcome.ACCEPTED:
+                results[claim.step_id] = self._record(conn, claim, delivery)
+        if not accepted:
+            return
+        sent = {
+            row.id: row
+            for row in conn.execute(
+                update(S)
+                .where(
+                    S.c.id.in_([c.step_id for c, _ in accepted]),
+                    S.c.claim_token.in_([c.token for c, _ in accepted]),
+                    S.c.state == StepState.SENDING,
+                )
                 .values(
                     state=StepState.SENT,
                     sent_at=now,
@@ -480,18 +555,47 @@ class Worker:
                     updated_at=now,
                     last_error=None,
                 )
-                .returning(S.c.enrollment_id, S.c.position, S.c.cancel_requested)
-            ).one_or_none()
-            if sent is None:
-                return self._late(conn, claim, delivery)
-            conn.execute(
-                update(OUT)
-                .where(OUT.c.step_id == claim.step_id)
-                .values(status="accepted", accepted_at=now, transport_ref=delivery.ref)
+                .returning(S.c.id, S.c.enrollment_id, S.c.position, S.c.cancel_requested)
             )
-            self._event(conn, "step_sent", claim.lead_id, claim.step_id, crossed=sent.cancel_requested)
-            self._after_sent(conn, sent.enrollment_id, sent.position, claim.lead_id, now)
-            return "sent"
+        }
+        done = [(c, d) for c, d in accepted if c.step_id in sent]
+        for claim, delivery in accepted:
+            if claim.step_id not in sent:
+                results[claim.step_id] = self._late(conn, claim, delivery)
+        if not done:
+            return
+        conn.execute(
+            update(OUT)
+            .where(OUT.c.step_id == bindparam("sid"))
+            .values(status="accepted", accepted_at=now, transport_ref=bindparam("ref")),
+            [{"sid": c.step_id, "ref": d.ref} for c, d in done],
+        )
+        conn.execute(
+            EV.insert(),
+            [
+                {
+                    "workspace_id": self.ws,
+                    "lead_id": c.lead_id,
+                    "step_id": c.step_id,
+                    "kind": "step_sent",
+                    "at": now,
+                    "data": {"crossed": bool(sent[c.step_id].cancel_requested)},
+                }
+                for c, _ in done
+            ],
+        )
+        self._after_sent_many(
+            conn, [(sent[c.step_id].enrollment_id, sent[c.step_id].position) for c, _ in done], now
+        )
+        for claim, _ in done:
+            results[claim.step_id] = "sent"
+
+    def _record(self, conn: Connection, claim: Claim, delivery: Delivery) -> str:
+        """A result other than acceptance (those are written together by `_record_many`)."""
+        now = self.now()
+        fenced = and_(S.c.id == claim.step_id, S.c.claim_token == claim.token, S.c.state == StepState.SENDING)
+        outcome = delivery.outcome
+        assert outcome is not Outcome.ACCEPTED
         step = conn.execute(select(S.c.attempts, S.c.cancel_requested).where(fenced)).one_or_none()
         if step is None:
             return self._late(conn, claim, delivery)
@@ -584,13 +688,13 @@ class Worker:
             if held:
                 self._event(conn, "lead_held", lead_id, step_id, reason="unknown send outcome")
 
-    def _after_sent(
-        self, conn: Connection, enrollment_id: int, position: int, lead_id: int, now: datetime
-    ) -> None:
-        """Keep the spacing: the next step waits its `wait` after this send, not the plan."""
-        nxt = conn.execute(
+    def _after_sent_many(self, conn: Connection, sent: list[tuple[int, int]], now: datetime) -> None:
+        """Keep the spacing: each next step waits its `wait` after this send, not the plan.
+        An enrollment whose last step went out is completed."""
+        rows = conn.execute(
             select(
                 S.c.id,
+                S.c.enrollment_id,
                 S.c.due_at,
                 CS.c.wait_seconds,
                 E.c.campaign_id,
@@ -605,12 +709,26 @@ class Worker:
                 .join(CT, CT.c.id == L.c.contact_id)
             )
             .where(
-                S.c.enrollment_id == enrollment_id,
-                S.c.position == position + 1,
+                tuple_(S.c.enrollment_id, S.c.position).in_([(e, p + 1) for e, p in sent]),
                 S.c.state.in_([StepState.SCHEDULED, StepState.AWAITING_APPROVAL]),
             )
-        ).one_or_none()
-        if nxt is None:
+        ).all()
+        moves = []
+        for nxt in rows:
+            due = plan_due(
+                now,
+                timedelta(seconds=nxt.wait_seconds),
+                self._window(conn, nxt.campaign_id),
+                load_zone(nxt.timezone or nxt.campaign_tz),
+            )
+            if due > nxt.due_at:
+                moves.append({"sid": nxt.id, "due": due})
+        if moves:
+            conn.execute(update(S).where(S.c.id == bindparam("sid")).values(due_at=bindparam("due")), moves)
+        waiting = {nxt.enrollment_id for nxt in rows}
+        for enrollment_id, position in sent:
+            if enrollment_id in waiting:
+                continue
             remaining = conn.execute(
                 select(func.count())
                 .select_from(S)
@@ -620,15 +738,6 @@ class Worker:
                 conn.execute(
                     update(E).where(E.c.id == enrollment_id, E.c.state == "active").values(state="completed")
                 )
-            return
-        due = plan_due(
-            now,
-            timedelta(seconds=nxt.wait_seconds),
-            self._window(conn, nxt.campaign_id),
-            load_zone(nxt.timezone or nxt.campaign_tz),
-        )
-        if due > nxt.due_at:
-            conn.execute(update(S).where(S.c.id == nxt.id).values(due_at=due))
 
     def _event(
         self, conn: Connection, kind: str, lead_id: int | None, step_id: int | None, /, **data: Any
