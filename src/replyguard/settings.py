@@ -25,10 +25,8 @@ def _secret(name: str) -> str | None:
     return os.environ.get(name) or None
 
 
-def _count(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
+def _count(name: str) -> int:
+    raw = os.environ.get(name, "")
     if not raw.isdigit() or not 1 <= int(raw) <= 1000:
         raise ValueError(f"{name} must be a whole number from 1 to 1000, got {raw!r}")
     return int(raw)
@@ -56,9 +54,10 @@ class Settings:
     claim_batch: int = 20
     #: Claimed steps re-checked, marked and recorded together (each email is still handed over
     #: on its own). Larger batches send faster; the price is paid only on a hard crash (kill
-    #: -9, power loss) during a batch: every step of it whose outcome a transport cannot prove
-    #: is held for a person, and replies to the batch's leads wait for the batch to finish.
-    send_batch: int = 10
+    #: -9, power loss) during a batch: every step of it whose outcome the transport cannot
+    #: prove is held for a person, and replies to the batch's leads wait for the batch to
+    #: finish. None: 10 for transports that can prove outcomes (Maildir), 1 for SMTP.
+    send_batch: int | None = None
     #: Out-of-office: pause when no return date is found, and the longest pause we trust.
     default_pause: timedelta = timedelta(days=7)
     max_pause: timedelta = timedelta(days=60)
@@ -93,6 +92,6 @@ class Settings:
             postmark_password=_secret("REPLYGUARD_POSTMARK_PASSWORD"),
             sendgrid_secret=_secret("REPLYGUARD_SENDGRID_SECRET"),
             inbound_max_bytes=_bytes("REPLYGUARD_INBOUND_MAX_BYTES", defaults.inbound_max_bytes),
-            send_batch=_count("REPLYGUARD_SEND_BATCH", defaults.send_batch),
+            send_batch=_count("REPLYGUARD_SEND_BATCH") if os.environ.get("REPLYGUARD_SEND_BATCH") else None,
             unsafe_skip_recheck=os.environ.get("REPLYGUARD_UNSAFE_SKIP_RECHECK", "") == "1",
         )

@@ -313,3 +313,39 @@ def test_a_transport_that_raises_does_not_stop_the_worker(app: App, clock: Fixed
     assert (report.failed, report.unknown) == (1, 1)  # both steps handled, the loop went on
     states = sorted(lead_state(app, e, "P") for e in emails)
     assert states == ["active", "held"]  # the unknown outcome is held; the refused one is not
+
+
+@pytest.mark.postgres_only
+def test_a_session_killed_during_the_send_stops_before_data_and_is_recorded_anew(
+    app: App, clock: FixedClock
+) -> None:
+    """pg_terminate_backend while the worker holds the lead lock: the transport's last check
+    refuses, nothing is sent, and the refusal is still recorded (a retry, not an unknown)."""
+    from sqlalchemy import text
+
+    [email] = simple_workspace(app, 1)
+    clock.advance(MONDAY_10)
+    transport = ScriptedTransport()
+
+    def kill_worker_session(_email: OutgoingEmail) -> None:
+        with app.engine.connect() as conn, conn.begin():
+            conn.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE state = 'idle in transaction' AND pid <> pg_backend_pid() "
+                    "AND datname = current_database()"
+                )
+            )
+
+    original = transport.send
+
+    def send(email: OutgoingEmail, before_commit: BeforeCommitHook | None = None) -> Delivery:
+        kill_worker_session(email)
+        return original(email, before_commit)
+
+    transport.send = send  # type: ignore[method-assign]
+    report = Worker(app, transport).run_once()
+    assert transport.calls == []  # refused at the last check: never reached the point of no return
+    assert report.retried == 1 and report.unknown == 0
+    assert lead_state(app, email, "P") == "active"
+    assert step_counts(app, email, "P")["scheduled"] == 3

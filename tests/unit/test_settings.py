@@ -31,3 +31,13 @@ def test_unset_secrets_mean_disabled_and_bad_numbers_are_refused(monkeypatch: py
     monkeypatch.setenv("REPLYGUARD_LEASE_SECONDS", "soon")
     with pytest.raises(ValueError, match="REPLYGUARD_LEASE_SECONDS"):
         Settings.from_env()
+
+
+def test_send_batch_is_automatic_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("REPLYGUARD_SEND_BATCH", raising=False)
+    assert Settings.from_env().send_batch is None
+    monkeypatch.setenv("REPLYGUARD_SEND_BATCH", "25")
+    assert Settings.from_env().send_batch == 25
+    monkeypatch.setenv("REPLYGUARD_SEND_BATCH", "0")
+    with pytest.raises(ValueError, match="REPLYGUARD_SEND_BATCH"):
+        Settings.from_env()

@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, and_, bindparam, exists, func, select, text, tuple_, update
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import SQLAlchemyError
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.transports.base import Delivery, Outcome, Probe, Transport
@@ -152,7 +152,7 @@ class Worker:
             if not claims:
                 break
             batches += 1
-            size = max(1, self.app.settings.send_batch)
+            size = self.app.settings.send_batch or (10 if self.transport.can_probe else 1)
             for start in range(0, len(claims), size):
                 self.send_batch(claims[start : start + size], report)
         return report
@@ -283,7 +283,7 @@ class Worker:
         try:
             guarded = self._batch_holding_locks if self.postgres else self._batch_commit_then_call
             guarded(claims, results)
-        except DBAPIError as exc:
+        except SQLAlchemyError as exc:
             # Steps keep their claim or marker; recovery decides after the lease.
             log.warning("database error during a send batch: %s", exc.__class__.__name__)
         ordered = [results.get(c.step_id, "error") for c in claims]
@@ -318,13 +318,16 @@ class Worker:
                 self.app.failpoints.hit("before_record_commit")
                 tx.commit()
                 return
-            except DBAPIError as exc:
-                if not deliveries or not exc.connection_invalidated:
+            except SQLAlchemyError:
+                # After a transport answered, a failed database session (terminated, or its
+                # transaction poisoned by the failed liveness check) must not lose the
+                # answers: record them again below. That is always safe: it takes the lead
+                # locks again and every write is fenced on the claim tokens.
+                if not deliveries:
                     raise
                 for claim, _ in deliveries:
                     results.pop(claim.step_id, None)
-        # The database connection died after the transport answered: record with a new one,
-        # under the lead locks again.
+        log.warning("database session lost during a send batch; recording with a new one")
         self._record_fresh(deliveries, results)
 
     def _batch_commit_then_call(self, claims: list[Claim], results: dict[int, str]) -> None:
@@ -905,9 +908,9 @@ def run_forever(
     while not should_stop():
         try:
             report = worker.run_once(max_batches=50)
-        except DBAPIError as exc:
-            # The database went away (restart, failover): claims and markers are durable, so
-            # waiting and starting over loses nothing.
+        except SQLAlchemyError as exc:
+            # The database went away (restart, failover, a terminated session): claims and
+            # markers are durable, so waiting and starting over loses nothing.
             log.warning("database error, retrying: %s", str(exc).splitlines()[0])
             sleep(worker.app.settings.poll_interval * 5)
             continue
