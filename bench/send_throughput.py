@@ -1,7 +1,11 @@
 """Guarded sends per second with the null transport on PostgreSQL, 1/2/4 worker processes,
 next to a bare `FOR UPDATE SKIP LOCKED` claim-and-complete loop (no safety) in the same run.
 
-    python bench/send_throughput.py [--steps 3000] [--workers 1,2,4]
+    python bench/send_throughput.py [--steps 3000] [--workers 1,2,4] [--batches 1,10]
+
+`--batches` are values of REPLYGUARD_SEND_BATCH for the guarded workers: 1 is the default for
+transports that cannot prove an outcome (SMTP, and the null transport used here), 10 the
+default for those that can (Maildir); see docs/architecture.md for what a batch costs.
 
 Each worker process runs the real `Worker.run_once()` (claim, lead lock + re-check, marker,
 null transport, record); the bare loop claims 20 due rows with SKIP LOCKED, marks them, then
@@ -33,7 +37,10 @@ RESET = [
 ]
 
 
-def guarded(url: str, start: mp.Barrier) -> None:  # type: ignore[valid-type]
+def guarded(url: str, start: mp.Barrier, batch: int = 1) -> None:  # type: ignore[valid-type]
+    import os
+
+    os.environ["REPLYGUARD_SEND_BATCH"] = str(batch)
     from replyguard.bootstrap import bootstrap
     from replyguard.service_layer.worker import Worker
 
@@ -73,10 +80,10 @@ def bare(url: str, start: mp.Barrier) -> None:  # type: ignore[valid-type]
     engine.dispose()
 
 
-def timed(target: object, url: str, n: int) -> float:
+def timed(target: object, url: str, n: int, *extra: object) -> float:
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(n + 1)
-    procs = [ctx.Process(target=target, args=(url, barrier)) for _ in range(n)]
+    procs = [ctx.Process(target=target, args=(url, barrier, *extra)) for _ in range(n)]
     for p in procs:
         p.start()
     barrier.wait()
@@ -91,6 +98,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--batches", default="1,10")
     args = parser.parse_args()
     console = Console()
     rows = []
@@ -111,29 +119,38 @@ def main() -> int:
 
         for n in (int(w) for w in args.workers.split(",")):
             reset()
-            g_wall = timed(guarded, url, n)
-            g_sent = sent()
-            reset()
             b_wall = timed(bare, url, n)
             b_sent = sent()
-            row = {
-                "workers": n,
-                "guarded_sent": g_sent,
-                "guarded_per_s": round(g_sent / g_wall, 1),
-                "bare_done": b_sent,
-                "bare_per_s": round(b_sent / b_wall, 1),
-            }
-            row["ratio"] = round(row["guarded_per_s"] / row["bare_per_s"], 3)
-            console.print(row)
-            rows.append(row)
+            for batch in (int(b) for b in args.batches.split(",")):
+                reset()
+                g_wall = timed(guarded, url, n, batch)
+                g_sent = sent()
+                row = {
+                    "workers": n,
+                    "send_batch": batch,
+                    "guarded_sent": g_sent,
+                    "guarded_per_s": round(g_sent / g_wall, 1),
+                    "bare_done": b_sent,
+                    "bare_per_s": round(b_sent / b_wall, 1),
+                }
+                row["ratio"] = round(row["guarded_per_s"] / row["bare_per_s"], 3)
+                console.print(row)
+                rows.append(row)
         admin.dispose()
         app.close()
     table = Table(title="guarded sends/s (null transport, PostgreSQL) vs bare SKIP LOCKED loop")
-    for col in ("worker processes", "guarded sends/s", "bare claim+complete/s", "guarded / bare"):
+    for col in (
+        "worker processes",
+        "send batch",
+        "guarded sends/s",
+        "bare claim+complete/s",
+        "guarded / bare",
+    ):
         table.add_column(col, justify="right")
     for row in rows:
         table.add_row(
             str(row["workers"]),
+            str(row["send_batch"]),
             f"{row['guarded_per_s']:.0f}",
             f"{row['bare_per_s']:.0f}",
             f"{row['ratio']:.2f}",
