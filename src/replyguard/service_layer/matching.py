@@ -96,6 +96,8 @@ def match_message(uow: UnitOfWork, c: Classification, recipients: list[str], sub
 
 
 def _by_unsubscribe_address(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
+    if not any("+unsubscribe-" in address for address in recipients):
+        return None
     secret = uow.session.get_one(m.Workspace, uow.workspace_id).secret
     for address in recipients:
         local = address.partition("@")[0]

@@ -68,17 +68,23 @@ def record_reply(
     failpoints: Failpoints | None = None,
 ) -> ReplyOutcome:
     """Record `reply` for the lead and apply its whole effect. The caller commits."""
-    lead = uow.session.get_one(m.Lead, lead_id)
-    contact_leads = _contact_lead_ids(uow, lead.contact_id)
-    # Unsubscribes touch every lead of the contact; everything else only this one.
-    uow.lock_leads(contact_leads if reply.kind is ReplyKind.UNSUBSCRIBE else [lead_id])
-    uow.session.refresh(lead)
+    if reply.kind is ReplyKind.UNSUBSCRIBE:
+        # Unsubscribes touch every lead of the contact (locked in id order).
+        contact_id = uow.session.get_one(m.Lead, lead_id).contact_id
+        contact_leads = _contact_lead_ids(uow, contact_id)
+        uow.lock_leads(contact_leads)
+    else:
+        contact_leads = [lead_id]
+    # Read the lead under its lock (FOR UPDATE on PostgreSQL; SQLite holds the write lock).
+    lead = uow.session.get_one(m.Lead, lead_id, with_for_update=uow.postgres, populate_existing=True)
     if lead.workspace_id != uow.workspace_id:
         raise LookupError("lead not in this workspace")
     now = uow.clock.now()
     contact = uow.session.get_one(m.Contact, lead.contact_id)
-    zone = load_zone(contact.timezone or _campaign_zone(uow, lead.id) or "UTC")
-    back_at = datetime.combine(reply.return_date, time(0), tzinfo=zone) if reply.return_date else None
+    back_at = None
+    if reply.return_date:
+        zone = load_zone(contact.timezone or _campaign_zone(uow, lead.id) or "UTC")
+        back_at = datetime.combine(reply.return_date, time(0), tzinfo=zone)
     addresses = _addresses(uow, contact.id)
     bounced = (reply.from_address or "").lower()
     effect = reply_policy.decide(
