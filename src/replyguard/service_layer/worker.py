@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, and_, bindparam, exists, func, select, text, tuple_, update
+from sqlalchemy import Connection, Table, and_, bindparam, exists, func, select, text, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from replyguard.adapters.db import models as m
@@ -87,6 +87,9 @@ _SEND_ROWS = select(
     .join(MB, MB.c.id == S.c.mailbox_id)
     .join(WS, WS.c.id == S.c.workspace_id)
 )
+
+#: How much later than planned a step may go out before the next one is moved to keep its wait.
+SPACING_TOLERANCE = timedelta(minutes=15)
 
 _USING_SLOT = [StepState.CLAIMED, StepState.SENDING, StepState.SENT, StepState.UNKNOWN]
 
@@ -698,6 +701,7 @@ class Worker:
             select(
                 S.c.id,
                 S.c.enrollment_id,
+                S.c.position,
                 S.c.due_at,
                 CS.c.wait_seconds,
                 E.c.campaign_id,
@@ -712,10 +716,14 @@ class Worker:
                 .join(CT, CT.c.id == L.c.contact_id)
             )
             .where(
-                tuple_(S.c.enrollment_id, S.c.position).in_([(e, p + 1) for e, p in sent]),
+                # By enrollment (an index prefix); the position is picked below. A row-value
+                # IN over (enrollment, position) pairs is not planned as an index lookup.
+                S.c.enrollment_id.in_({e for e, _ in sent}),
                 S.c.state.in_([StepState.SCHEDULED, StepState.AWAITING_APPROVAL]),
             )
         ).all()
+        wanted = {(e, p + 1) for e, p in sent}
+        rows = [row for row in rows if (row.enrollment_id, row.position) in wanted]
         moves = []
         for nxt in rows:
             due = plan_due(
@@ -724,7 +732,9 @@ class Worker:
                 self._window(conn, nxt.campaign_id),
                 load_zone(nxt.timezone or nxt.campaign_tz),
             )
-            if due > nxt.due_at:
+            # Only a real delay moves the next step: rewriting an indexed column for a few
+            # seconds of drift would cost every send a write for no one's benefit.
+            if due > nxt.due_at + SPACING_TOLERANCE:
                 moves.append({"sid": nxt.id, "due": due})
         if moves:
             conn.execute(update(S).where(S.c.id == bindparam("sid")).values(due_at=bindparam("due")), moves)
