@@ -433,16 +433,17 @@ def ingest(
                 result = ingest_raw(instance, item.raw, source="file")
                 status = "duplicate" if result.duplicate else result.status
                 counts[status] = counts.get(status, 0) + 1
-                results.append(
-                    {
-                        "origin": item.origin,
-                        "inbound_id": result.inbound_id,
-                        "status": status,
-                        "kind": result.kind,
-                        "lead_ids": list(result.lead_ids),
-                        "detail": result.detail,
-                    }
-                )
+                if as_json:  # kept only for the JSON report: a plain run stays flat in memory
+                    results.append(
+                        {
+                            "origin": item.origin,
+                            "inbound_id": result.inbound_id,
+                            "status": status,
+                            "kind": result.kind,
+                            "lead_ids": list(result.lead_ids),
+                            "detail": result.detail,
+                        }
+                    )
                 if result.status == "unparsable" and not result.duplicate:
                     err.print(
                         f"[yellow]{item.origin}:[/] kept but not parsed: {result.detail}", highlight=False
