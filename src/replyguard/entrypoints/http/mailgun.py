@@ -16,10 +16,10 @@ from fastapi.responses import JSONResponse
 from starlette.requests import Request
 
 from replyguard.bootstrap import App
-from replyguard.entrypoints.http import nonces
 from replyguard.entrypoints.http.auth import Rejected, verify_mailgun
 from replyguard.entrypoints.http.inbound import accept, body_reader, convert, form_of
 from replyguard.entrypoints.http.payloads import mailgun_raw
+from replyguard.service_layer import webhook_nonces as nonces
 
 log = logging.getLogger(__name__)
 PROVIDER = "mailgun"

@@ -16,7 +16,7 @@ from starlette.requests import Request
 
 from replyguard.bootstrap import App
 from replyguard.entrypoints.http.forms import BadForm, read_limited
-from replyguard.entrypoints.http.one_click import UnknownToken, check_token, one_click_unsubscribe
+from replyguard.service_layer.unsubscribe import UnknownToken, check_token, one_click_unsubscribe
 
 ONE_CLICK = b"List-Unsubscribe=One-Click"
 _MAX_BODY = 4096
