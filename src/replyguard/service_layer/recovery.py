@@ -1,0 +1,149 @@
+"""Recovery: expired claims back to the queue, unknown outcomes reconciled or held, pauses ended."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, and_, select, update
+
+from replyguard.adapters.transports.base import Probe
+from replyguard.domain.states import ReplyState, StepState
+from replyguard.service_layer.worker_base import (
+    OUT,
+    L,
+    S,
+    WorkerBase,
+)
+
+log = logging.getLogger(__name__)
+
+
+class RecoveryMixin(WorkerBase):
+    """Expired claims and unknown outcomes, and the end of out-of-office pauses."""
+
+    def recover(self, limit: int = 200) -> int:
+        """Expired claims go back to the queue; expired SENDING steps are unknown outcomes:
+        reconciled when the transport can prove what happened, held for a person otherwise."""
+        now = self.now()
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(S.c.id, S.c.lead_id)
+                .where(
+                    S.c.workspace_id == self.ws,
+                    S.c.state.in_([StepState.CLAIMED, StepState.SENDING]),
+                    S.c.lease_until < now,
+                )
+                .limit(limit)
+            ).all()
+        recovered = 0
+        for row in rows:
+            with self.engine.connect() as conn, conn.begin():
+                if self._lock_lead(conn, row.lead_id, skip_locked=True) is None:
+                    continue  # a live worker (or a reply) holds the lead: not abandoned
+                step = conn.execute(
+                    select(S.c.state, S.c.claim_token, S.c.cancel_requested, S.c.lease_until).where(
+                        S.c.id == row.id
+                    )
+                ).one()
+                if step.lease_until is None or step.lease_until >= now:
+                    continue
+                fenced = and_(S.c.id == row.id, S.c.claim_token == step.claim_token, S.c.state == step.state)
+                recovered += 1
+                if step.state == StepState.CLAIMED:
+                    conn.execute(
+                        update(S)
+                        .where(fenced)
+                        .values(
+                            state=StepState.SCHEDULED,
+                            claim_token=None,
+                            lease_until=None,
+                            send_day=None,
+                            updated_at=now,
+                        )
+                    )
+                    self._event(conn, "claim_expired", row.lead_id, row.id)
+                    continue
+                self._reconcile(conn, row.id, row.lead_id, fenced, step.cancel_requested, now)
+        return recovered
+
+    def _reconcile(
+        self,
+        conn: Connection,
+        step_id: int,
+        lead_id: int,
+        fenced: Any,
+        cancel_requested: bool,
+        now: datetime,
+    ) -> None:
+        probe = (
+            self.transport.probe(self._email(conn, step_id)) if self.transport.can_probe else Probe.UNKNOWN
+        )
+        if probe is Probe.SENT:
+            conn.execute(
+                update(S)
+                .where(fenced)
+                .values(
+                    state=StepState.SENT,
+                    sent_at=now,
+                    lease_until=None,
+                    crossed=cancel_requested,
+                    updated_at=now,
+                )
+            )
+            conn.execute(
+                update(OUT).where(OUT.c.step_id == step_id).values(status="accepted", accepted_at=now)
+            )
+            self._event(conn, "send_reconciled", lead_id, step_id, found="sent")
+        elif probe is Probe.NOT_SENT:
+            state = StepState.CANCELLED if cancel_requested else StepState.SCHEDULED
+            conn.execute(
+                update(S)
+                .where(fenced)
+                .values(state=state, claim_token=None, lease_until=None, send_day=None, updated_at=now)
+            )
+            conn.execute(update(OUT).where(OUT.c.step_id == step_id).values(status="not_sent"))
+            self._event(conn, "send_reconciled", lead_id, step_id, found="not sent")
+        else:
+            self._unknown(
+                conn,
+                step_id,
+                lead_id,
+                fenced,
+                "worker stopped during the send",
+                hold=not cancel_requested,
+            )
+
+    def resume_paused(self) -> int:
+        """Out-of-office leads whose pause has ended return to active on their own."""
+        now = self.now()
+        with self.engine.connect() as conn:
+            ids = (
+                conn.execute(
+                    select(L.c.id).where(
+                        L.c.workspace_id == self.ws,
+                        L.c.reply_state == ReplyState.OUT_OF_OFFICE,
+                        L.c.paused_until <= now,
+                    )
+                )
+                .scalars()
+                .all()
+            )
+        resumed = 0
+        for lead_id in ids:
+            with self.engine.connect() as conn, conn.begin():
+                self._lock_lead(conn, lead_id)
+                done = conn.execute(
+                    update(L)
+                    .where(
+                        L.c.id == lead_id,
+                        L.c.reply_state == ReplyState.OUT_OF_OFFICE,
+                        L.c.paused_until <= now,
+                    )
+                    .values(reply_state=ReplyState.ACTIVE, reply_state_updated_at=now)
+                ).rowcount
+                if done:
+                    resumed += 1
+                    self._event(conn, "pause_ended", lead_id, None)
+        return resumed

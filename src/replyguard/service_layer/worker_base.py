@@ -1,0 +1,231 @@
+"""Shared parts of the guarded worker: tables, values, and the helpers every phase uses."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import Connection, Table, exists, select, update
+
+from replyguard.adapters.db import models as m
+from replyguard.adapters.transports.base import Transport
+from replyguard.bootstrap import App
+from replyguard.domain.addresses import domain_of
+from replyguard.domain.message_ids import unsubscribe_token
+from replyguard.domain.outgoing import OutgoingEmail
+from replyguard.domain.schedule import SendWindow
+from replyguard.domain.states import ReplyState, StepState
+
+log = logging.getLogger(__name__)
+
+
+S = cast(Table, m.Step.__table__)
+L = cast(Table, m.Lead.__table__)
+E = cast(Table, m.Enrollment.__table__)
+C = cast(Table, m.Campaign.__table__)
+CT = cast(Table, m.Contact.__table__)
+MB = cast(Table, m.Mailbox.__table__)
+OUT = cast(Table, m.OutboundMessage.__table__)
+EV = cast(Table, m.Event.__table__)
+SUP = cast(Table, m.Suppression.__table__)
+CS = cast(Table, m.CampaignStep.__table__)
+WS = cast(Table, m.Workspace.__table__)
+
+#: Everything the re-check and the email need about a step, in one query.
+_SEND_ROWS = select(
+    S.c.id,
+    S.c.state,
+    S.c.claim_token,
+    S.c.cancel_requested,
+    S.c.to_address,
+    S.c.send_key,
+    S.c.message_id,
+    S.c.subject,
+    S.c.body,
+    S.c.in_reply_to,
+    S.c.references,
+    E.c.state.label("enrollment_state"),
+    C.c.status.label("campaign_status"),
+    exists()
+    .where(SUP.c.workspace_id == S.c.workspace_id, SUP.c.address == S.c.to_address)
+    .label("suppressed"),
+    CT.c.first_name,
+    CT.c.last_name,
+    MB.c.address.label("from_address"),
+    MB.c.from_name,
+    WS.c.secret,
+).select_from(
+    S.join(E, E.c.id == S.c.enrollment_id)
+    .join(C, C.c.id == E.c.campaign_id)
+    .join(L, L.c.id == S.c.lead_id)
+    .join(CT, CT.c.id == L.c.contact_id)
+    .join(MB, MB.c.id == S.c.mailbox_id)
+    .join(WS, WS.c.id == S.c.workspace_id)
+)
+
+#: How much later than planned a step may go out before the next one is moved to keep its wait.
+SPACING_TOLERANCE = timedelta(minutes=15)
+
+_USING_SLOT = [StepState.CLAIMED, StepState.SENDING, StepState.SENT, StepState.UNKNOWN]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    step_id: int
+    lead_id: int
+    token: str
+
+
+@dataclass
+class WorkerReport:
+    claimed: int = 0
+    sent: int = 0
+    refused: int = 0
+    retried: int = 0
+    failed: int = 0
+    unknown: int = 0
+    stale: int = 0
+    deferred: int = 0
+    recovered: int = 0
+    resumed: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: WorkerReport) -> None:
+        for name in (
+            "claimed",
+            "sent",
+            "refused",
+            "retried",
+            "failed",
+            "unknown",
+            "stale",
+            "deferred",
+            "recovered",
+            "resumed",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+_RESULT_FIELDS: dict[str, str] = {
+    "sent": "sent",
+    "refused": "refused",
+    "retried": "retried",
+    "failed": "failed",
+    "unknown": "unknown",
+    "stale": "stale",
+}
+
+
+def _count(report: WorkerReport, result: str) -> None:
+    name = _RESULT_FIELDS.get(result)
+    if name:
+        setattr(report, name, getattr(report, name) + 1)
+    report.outcomes[result] = report.outcomes.get(result, 0) + 1
+
+
+class WorkerBase:
+    """What every part of the worker shares: the app, the transport, and the small helpers
+    that read and write rows under the same rules."""
+
+    def __init__(self, app: App, transport: Transport | None = None) -> None:
+        self.app = app
+        self.engine = app.engine
+        self.transport = transport or app.transport
+        self.ws = app.workspace_id
+        self.postgres = app.postgres
+        self._windows: dict[int, SendWindow] = {}
+
+    def now(self) -> datetime:
+        return self.app.clock.now()
+
+    def _window(self, conn: Connection, campaign_id: int) -> SendWindow:
+        window = self._windows.get(campaign_id)
+        if window is None:
+            row = conn.execute(
+                select(C.c.window_days, C.c.window_start, C.c.window_end).where(C.c.id == campaign_id)
+            ).one()
+            window = SendWindow.parse(row.window_days.split(","), row.window_start, row.window_end)
+            self._windows[campaign_id] = window
+        return window
+
+    def _lock_leads(self, conn: Connection, lead_ids: list[int]) -> dict[int, Any]:
+        """Lock lead rows in id order (the order every transaction uses: no deadlock cycles)."""
+        query = (
+            select(L.c.id, L.c.reply_state, L.c.paused_until)
+            .where(L.c.id.in_(sorted(set(lead_ids))))
+            .order_by(L.c.id)
+        )
+        if self.postgres:
+            query = query.with_for_update(key_share=True)
+        return {row.id: row for row in conn.execute(query)}
+
+    def _lock_lead(self, conn: Connection, lead_id: int, *, skip_locked: bool = False) -> Any:
+        query = select(L.c.id, L.c.reply_state, L.c.paused_until, L.c.contact_id).where(L.c.id == lead_id)
+        if self.postgres:
+            # FOR NO KEY UPDATE: conflicts with the reply transaction's FOR UPDATE, and lets
+            # this transaction update the lead itself (an unknown outcome holds it).
+            query = query.with_for_update(key_share=True, skip_locked=skip_locked)
+        return conn.execute(query).one_or_none()
+
+    def _email(self, conn: Connection, step_id: int) -> OutgoingEmail:
+        return self._email_from_row(conn.execute(_SEND_ROWS.where(S.c.id == step_id)).one())
+
+    def _email_from_row(self, row: Any) -> OutgoingEmail:
+        token = unsubscribe_token(row.secret, row.send_key)
+        local, _, domain = row.from_address.partition("@")
+        return OutgoingEmail(
+            send_key=row.send_key,
+            message_id=row.message_id,
+            from_name=row.from_name,
+            from_address=row.from_address,
+            to_name=f"{row.first_name} {row.last_name}".strip(),
+            to_address=row.to_address,
+            subject=row.subject,
+            body=row.body,
+            date=self.now(),
+            in_reply_to=row.in_reply_to,
+            references=row.references,
+            unsubscribe_url=f"{self.app.settings.public_url}/u/{token}",
+            unsubscribe_mailto=f"{local}+unsubscribe-{token}@{domain or domain_of(row.from_address)}",
+        )
+
+    def _unknown(
+        self, conn: Connection, step_id: int, lead_id: int, where: Any, detail: str, *, hold: bool
+    ) -> None:
+        """Nobody can tell whether it went out: never resend; hold the lead for a person."""
+        now = self.now()
+        conn.execute(
+            update(S)
+            .where(where)
+            .values(state=StepState.UNKNOWN, lease_until=None, last_error=detail[:2000], updated_at=now)
+        )
+        conn.execute(update(OUT).where(OUT.c.step_id == step_id).values(status="unknown"))
+        self._event(conn, "send_outcome_unknown", lead_id, step_id, detail=detail)
+        if hold:
+            held = conn.execute(
+                update(L)
+                .where(L.c.id == lead_id, L.c.reply_state == ReplyState.ACTIVE)
+                .values(
+                    reply_state=ReplyState.HELD,
+                    reply_state_updated_at=now,
+                    hold_reason="a send's outcome is unknown: check whether it reached the lead",
+                )
+            ).rowcount
+            if held:
+                self._event(conn, "lead_held", lead_id, step_id, reason="unknown send outcome")
+
+    def _event(
+        self, conn: Connection, kind: str, lead_id: int | None, step_id: int | None, /, **data: Any
+    ) -> None:
+        conn.execute(
+            EV.insert().values(
+                workspace_id=self.ws,
+                lead_id=lead_id,
+                step_id=step_id,
+                kind=kind,
+                at=self.now(),
+                data=data,
+            )
+        )
