@@ -21,7 +21,8 @@ from datetime import datetime
 from email.utils import getaddresses
 
 from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
@@ -69,37 +70,35 @@ def dedupe_key(raw: bytes) -> tuple[str, str | None]:
 
 
 def store_raw(uow: UnitOfWork, raw: bytes, source: str) -> tuple[int, bool]:
-    """Store the bytes; returns (inbound id, whether it was already stored). The caller commits."""
+    """Store the bytes; returns (inbound id, whether it was already stored). The caller commits.
+
+    One `INSERT ... ON CONFLICT DO NOTHING`: two processes storing the same message at once
+    get one row, and the loser learns the winner's id.
+    """
     key, message_id = dedupe_key(raw)
+    insert = (pg_insert if uow.postgres else sqlite_insert)(m.InboundMessage)
+    inserted = uow.session.execute(
+        insert.values(
+            workspace_id=uow.workspace_id,
+            dedupe_key=key,
+            message_id=message_id,
+            source=source[:40],
+            raw=raw,
+            received_at=uow.clock.now(),
+            status="stored",
+        )
+        .on_conflict_do_nothing(index_elements=["workspace_id", "dedupe_key"])
+        .returning(m.InboundMessage.id)
+    ).scalar()
+    if inserted is not None:
+        return inserted, False
     existing = uow.session.scalar(
         select(m.InboundMessage.id).where(
             m.InboundMessage.workspace_id == uow.workspace_id, m.InboundMessage.dedupe_key == key
         )
     )
-    if existing is not None:
-        return existing, True
-    row = m.InboundMessage(
-        workspace_id=uow.workspace_id,
-        dedupe_key=key,
-        message_id=message_id,
-        source=source[:40],
-        raw=raw,
-        received_at=uow.clock.now(),
-        status="stored",
-    )
-    try:
-        with uow.session.begin_nested():
-            uow.session.add(row)
-    except IntegrityError:
-        # Another process stored the same message between our check and our insert.
-        existing = uow.session.scalar(
-            select(m.InboundMessage.id).where(
-                m.InboundMessage.workspace_id == uow.workspace_id, m.InboundMessage.dedupe_key == key
-            )
-        )
-        assert existing is not None
-        return existing, True
-    return row.id, False
+    assert existing is not None
+    return existing, True
 
 
 def ingest_raw(app: App, raw: bytes, source: str) -> IngestResult:
