@@ -37,8 +37,16 @@ def main() -> int:
     left.legend(fontsize=7)
     send = json.loads((RESULTS / "send_throughput.json").read_text())
     workers = [r["workers"] for r in send["rows"]]
-    right.plot(workers, [r["guarded_per_s"] for r in send["rows"]], "o-", label="guarded sends/s")
-    right.plot(workers, [r["bare_per_s"] for r in send["rows"]], "x--", label="bare SKIP LOCKED loop/s")
+    for batch in sorted({r.get("send_batch", 1) for r in send["rows"]}):
+        rows = [r for r in send["rows"] if r.get("send_batch", 1) == batch]
+        right.plot(
+            [r["workers"] for r in rows],
+            [r["guarded_per_s"] for r in rows],
+            "o-",
+            label=f"guarded sends/s, batch {batch}",
+        )
+    bare = {r["workers"]: r["bare_per_s"] for r in send["rows"]}
+    right.plot(list(bare), list(bare.values()), "x--", label="bare SKIP LOCKED loop/s")
     right.axhline(1000, color="red", lw=0.8, label="target 1,000/s")
     right.set_xlabel("worker processes (PostgreSQL, null transport)")
     right.set_ylabel("per second")
