@@ -132,7 +132,8 @@ WORTH_DATEPARSER = re.compile(
 )
 
 
-def _on_or_after(month: int, day: int, year: int | None, sent: date) -> date | None:
+def with_rollover(month: int, day: int, year: int | None, sent: date) -> date | None:
+    """The date, with the next year when no year is written and it would lie in the past."""
     try:
         if year is not None:
             return date(year, month, day)
@@ -170,7 +171,7 @@ def read_date(span: str, sent: date) -> date | None:
         groups = match.groupdict()
         month = _month(groups.get("month") or groups.get("month2") or "")
         year = int(groups["year"]) if groups.get("year") else None
-        return _on_or_after(month, int(groups["day"]), year, sent) if month else None
+        return with_rollover(month, int(groups["day"]), year, sent) if month else None
     match = _BARE_DAY.match(span)
     if match and (match.group("weekday") or match.group("suffix")):
         return _next_day_of_month(int(match.group("day")), sent)

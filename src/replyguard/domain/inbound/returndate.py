@@ -18,7 +18,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from replyguard.domain.inbound.anchors import ANCHORS, INCLUSIVE_AFTER, RANGE, Anchor, at_boundary
-from replyguard.domain.inbound.fastdate import LEAD, WORTH_DATEPARSER, read_date
+from replyguard.domain.inbound.fastdate import LEAD, WORTH_DATEPARSER, read_date, with_rollover
 from replyguard.domain.inbound.phrases import compile_lower
 
 _APPLE_END = re.compile(r"endDate=(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})Z?", re.I)
@@ -49,19 +49,6 @@ def _plausible(day: date, sent: date) -> bool:
     return sent - timedelta(days=1) <= day <= sent + _MAX_AHEAD
 
 
-def _with_rollover(month: int, day: int, year: int | None, sent: date) -> date | None:
-    """The date, with the next year when no year is written and it would lie in the past."""
-    try:
-        if year is not None:
-            return date(year, month, day)
-        candidate = date(sent.year, month, day)
-        if candidate < sent - timedelta(days=1):
-            candidate = date(sent.year + 1, month, day)
-        return candidate
-    except ValueError:
-        return None
-
-
 def _numeric(span: str, lang: str, sent: date) -> date | None:
     match = _NUMERIC.match(span)
     if not match:
@@ -69,7 +56,7 @@ def _numeric(span: str, lang: str, sent: date) -> date | None:
     first, sep, second, year_text = match.group(1), match.group(2), match.group(3), match.group(4)
     if len(first) == 4:  # ISO 2024-07-26
         iso = re.match(r"\s*(\d{4})-(\d{1,2})-(\d{1,2})", span[match.start(1) :])
-        return _with_rollover(int(iso.group(2)), int(iso.group(3)), int(iso.group(1)), sent) if iso else None
+        return with_rollover(int(iso.group(2)), int(iso.group(3)), int(iso.group(1)), sent) if iso else None
     year = None
     if year_text:
         year = int(year_text) + (2000 if len(year_text) == 2 else 0)
@@ -77,7 +64,7 @@ def _numeric(span: str, lang: str, sent: date) -> date | None:
     # Dots are day-first everywhere; slashes and dashes are ambiguous: try both orders and
     # keep the plausible one nearest after the message Date (the locale order breaks ties).
     orders = [(b, a)] if sep == "." else ([(a, b), (b, a)] if lang == "en" else [(b, a), (a, b)])
-    found = [d for m, dd in orders if (d := _with_rollover(m, dd, year, sent)) is not None]
+    found = [d for m, dd in orders if (d := with_rollover(m, dd, year, sent)) is not None]
     found = [d for d in found if _plausible(d, sent)]
     return min(found, key=lambda d: d - sent) if found else None
 
@@ -146,7 +133,7 @@ def _candidates(text: str, sent: datetime, hint: str | None) -> list[tuple[int, 
                 kind = "until_incl"
             found.append(_ranked(kind, anchor, match.start(), day, hint))
     for match in _JA.finditer(text):
-        day = _with_rollover(int(match.group(1)), int(match.group(2)), None, sent.date())
+        day = with_rollover(int(match.group(1)), int(match.group(2)), None, sent.date())
         if match.group(3) in {"から", "より"} and not _JA_RESUME.search(match.group(4)):
             continue
         if day and _plausible(day, sent.date()):
