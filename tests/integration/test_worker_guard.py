@@ -349,3 +349,21 @@ def test_a_session_killed_during_the_send_stops_before_data_and_is_recorded_anew
     assert report.retried == 1 and report.unknown == 0
     assert lead_state(app, email, "P") == "active"
     assert step_counts(app, email, "P")["scheduled"] == 3
+
+
+def test_sqlite_a_reply_after_the_marker_stops_the_send_before_the_point_of_no_return(
+    db_url: str, app: App, clock: FixedClock
+) -> None:
+    """SQLite's last check: a reply committed between the marker and the transport's commit
+    point (the Maildir link here) stops the send; the step is cancelled, nothing is written."""
+    if not db_url.startswith("sqlite"):
+        pytest.skip("on PostgreSQL the reply waits for the lead lock instead (tests above)")
+    [email] = simple_workspace(app, 1)
+    clock.advance(MONDAY_10)
+    app.failpoints.arm("after_marker", lambda _name: reply(app, email, "P"))
+    report = Worker(app).run_once()
+    app.failpoints.disarm()
+    assert report.sent == 0
+    assert _outbox(app) == []
+    assert step_counts(app, email, "P") == {"cancelled": 3}
+    assert lead_state(app, email, "P") == "replied"

@@ -114,9 +114,23 @@ class SendGuardMixin(WorkerBase):
         self.app.failpoints.hit("after_marker")
         deliveries: list[tuple[Claim, Delivery]] = []
         for claim, email in go:
-            deliveries.append((claim, self._hand_over(email, lambda: self.app.failpoints.hit("before_data"))))
+            deliveries.append((claim, self._hand_over(email, self._not_cancelled(claim))))
             self.app.failpoints.hit("after_transport")
         self._record_fresh(deliveries, results)
+
+    def _not_cancelled(self, claim: Claim) -> Callable[[], None]:
+        """SQLite's last check before the point of no return: the write lock cannot be held
+        across the call, so re-read whether a reply has asked to cancel this step since the
+        marker committed; if so, the transport is stopped and nothing is handed over."""
+
+        def check() -> None:
+            self.app.failpoints.hit("before_data")
+            with self.engine.connect() as conn, conn.begin():
+                cancel = conn.execute(select(S.c.cancel_requested).where(S.c.id == claim.step_id)).scalar()
+            if cancel:
+                raise Stale("a reply arrived after the marker: not sending")
+
+        return check
 
     def _hand_over(self, email: OutgoingEmail, before_commit: Callable[[], None]) -> Delivery:
         """The transport call. Transports report delivery problems as a Delivery; anything they
