@@ -25,7 +25,6 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
-    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -354,6 +353,3 @@ class WebhookNonce(Base):
     provider: Mapped[str] = mapped_column(String(20))
     nonce: Mapped[str] = mapped_column(String(200))
     seen_at: Mapped[datetime] = mapped_column(index=True)
-
-
-__all__ = [name for name in dir() if name[0].isupper()] + ["text"]
