@@ -137,13 +137,19 @@ def find_lead(uow: UnitOfWork, email: str, product_name: str) -> m.Lead:
     return lead
 
 
+def contact_addresses(uow: UnitOfWork, contact_id: int) -> list[str]:
+    """Every address of the contact, the primary first."""
+    return list(
+        uow.session.scalars(
+            select(m.ContactAddress.address)
+            .where(m.ContactAddress.contact_id == contact_id)
+            .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
+        )
+    )
+
+
 def primary_address(uow: UnitOfWork, contact_id: int) -> str:
-    rows = uow.session.execute(
-        select(m.ContactAddress.address, m.ContactAddress.is_primary)
-        .where(m.ContactAddress.contact_id == contact_id)
-        .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
-    ).all()
-    return str(rows[0][0])
+    return contact_addresses(uow, contact_id)[0]
 
 
 _QUEUED = (StepState.AWAITING_APPROVAL, StepState.SCHEDULED, StepState.CLAIMED)

@@ -29,6 +29,7 @@ from replyguard.domain.states import (
 )
 from replyguard.service_layer.enrollment import campaign_window
 from replyguard.service_layer.failpoints import Failpoints
+from replyguard.service_layer.leads import contact_addresses
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.settings import Settings
 
@@ -85,7 +86,7 @@ def record_reply(
     if reply.return_date:
         zone = load_zone(contact.timezone or _campaign_zone(uow, lead.id) or "UTC")
         back_at = datetime.combine(reply.return_date, time(0), tzinfo=zone)
-    addresses = _addresses(uow, contact.id)
+    addresses = contact_addresses(uow, contact.id)
     bounced = (reply.from_address or "").lower()
     effect = reply_policy.decide(
         reply.kind,
@@ -269,16 +270,6 @@ def _contact_lead_ids(uow: UnitOfWork, contact_id: int) -> list[int]:
     )
 
 
-def _addresses(uow: UnitOfWork, contact_id: int) -> list[str]:
-    return list(
-        uow.session.scalars(
-            select(m.ContactAddress.address)
-            .where(m.ContactAddress.contact_id == contact_id)
-            .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
-        )
-    )
-
-
 def _campaign_zone(uow: UnitOfWork, lead_id: int) -> str | None:
     return uow.session.scalar(
         select(m.Campaign.timezone)
@@ -322,7 +313,7 @@ def _notice(
             .order_by(m.Step.sent_at)
         )
     )
-    address = _addresses(uow, contact.id)[0]
+    address = contact_addresses(uow, contact.id)[0]
     recipient = enrollment_rows[0][1] if enrollment_rows else (contact.owner or "owner@unknown.invalid")
     payload: dict[str, Any] = {
         "product": product.name,
@@ -386,7 +377,7 @@ def hold_probable(
         candidates.append(
             {
                 "lead_id": lead.id,
-                "email": _addresses(uow, contact.id)[0],
+                "email": contact_addresses(uow, contact.id)[0],
                 "product": product.name,
                 "state": lead.reply_state,
             }

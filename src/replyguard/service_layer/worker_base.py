@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -93,35 +93,20 @@ class WorkerReport:
     outcomes: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: WorkerReport) -> None:
-        for name in (
-            "claimed",
-            "sent",
-            "refused",
-            "retried",
-            "failed",
-            "unknown",
-            "stale",
-            "deferred",
-            "recovered",
-            "resumed",
-        ):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for item in fields(self):
+            if item.name != "outcomes":
+                setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
+        for result, n in other.outcomes.items():
+            self.outcomes[result] = self.outcomes.get(result, 0) + n
 
 
-_RESULT_FIELDS: dict[str, str] = {
-    "sent": "sent",
-    "refused": "refused",
-    "retried": "retried",
-    "failed": "failed",
-    "unknown": "unknown",
-    "stale": "stale",
-}
+#: Results of a send that have their own counter in WorkerReport.
+_COUNTED = frozenset({"sent", "refused", "retried", "failed", "unknown", "stale"})
 
 
 def _count(report: WorkerReport, result: str) -> None:
-    name = _RESULT_FIELDS.get(result)
-    if name:
-        setattr(report, name, getattr(report, name) + 1)
+    if result in _COUNTED:
+        setattr(report, result, getattr(report, result) + 1)
     report.outcomes[result] = report.outcomes.get(result, 0) + 1
 
 
