@@ -5,24 +5,38 @@ PY     := $(VENV)/bin/python
 RG     := $(VENV)/bin/replyguard
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-fast lint fmt eval torture torture-long bench clean
+.PHONY: help run test test-fast lint fmt eval torture torture-long bench clean lock
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: pyproject.toml
+LOCK   := requirements/dev.lock
+
+# Exactly the locked versions (runtime and dev), then the package itself without resolving
+# anything again: a fresh machine gets what the suite was last run with.
+$(VENV)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -r $(LOCK)
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
+
+lock: ## Re-resolve every dependency into requirements/dev.lock (after editing pyproject.toml)
+	$(PYTHON) -m venv .lock-venv && .lock-venv/bin/pip install --quiet uv
+	.lock-venv/bin/uv pip compile pyproject.toml --extra dev --python-version 3.11 \
+		--no-header --annotation-style line -o $(LOCK)
+	rm -rf .lock-venv
 
 venv: $(VENV)/.installed
 
 run: $(VENV)/.installed ## Build a demo workspace on SQLite from examples/ and show a reply stopping its queue
 	$(RG) --db sqlite:///demo.db demo --examples examples --outbox demo-outbox
 
+# Two runs: everything that may share the machine on 2 processes, then the tests marked
+# `serial` (races and the fault campaign, which measure what concurrency does) alone, with
+# nothing else running. A serial test refuses to run inside an xdist worker (tests/conftest.py).
 test: $(VENV)/.installed ## Run the whole suite (SQLite, and PostgreSQL when reachable)
-	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 -m 'not serial' $(PYTEST_ARGS)
+	$(PY) -m pytest -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS selected none
 
 test-fast: $(VENV)/.installed ## Unit tests only
 	$(PY) -m pytest tests/unit -q

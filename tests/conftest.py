@@ -98,6 +98,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError("REPLYGUARD_REQUIRE_PG=1 but PostgreSQL is not reachable")
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Serial tests measure what concurrency does (races, the fault campaign): sharing the
+    # machine's cores with other tests changes what they measure. `make test` runs them in a
+    # pytest of their own; inside an xdist worker they refuse instead of quietly sharing.
+    if item.get_closest_marker("serial") and os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.fail("a `serial` test ran inside an xdist worker: run it with `pytest -m serial` (no -n)")
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _PG_STATE.get("url", "") is None:
         terminalreporter.write_line(

@@ -35,7 +35,7 @@ from replyguard.service_layer.replies import IncomingReply, record_reply
 from tests.support.scenario import simple_workspace
 from tests.support.smtp_servers import RecordingSmtpServer
 
-pytestmark = [pytest.mark.postgres_only, pytest.mark.xdist_group("race")]
+pytestmark = [pytest.mark.postgres_only, pytest.mark.serial]
 
 CLI = [sys.executable, "-c", "from replyguard.entrypoints.cli.app import main; main()"]
 

@@ -16,7 +16,7 @@ from bench.torture import PROFILES, run
 
 from tests.conftest import pg_admin_url
 
-pytestmark = [pytest.mark.postgres_only, pytest.mark.xdist_group("race")]
+pytestmark = [pytest.mark.postgres_only, pytest.mark.serial]
 
 
 def _short(**changes: Any) -> dict[str, Any]:
