@@ -75,6 +75,8 @@ from replyguard.settings import Settings
 
 DEFAULT_DB = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 CLI = [sys.executable, "-c", "from replyguard.entrypoints.cli.app import main; main()"]
+#: The same command line with the send guard broken (test-only; see the file's docstring).
+BROKEN_CLI = [sys.executable, str(ROOT / "bench" / "broken_guard_worker.py")]
 START = datetime(2026, 12, 7, 10, 0, tzinfo=UTC)  # a Monday; the campaign sends all day anyway
 HARNESS_APP = "rg-torture"  # our own sessions, which pg_terminate_backend must spare
 
@@ -120,7 +122,8 @@ class Profile:
     #: A slow server on some sends: "SECONDS@SHARE" sleeps before DATA (the guard holds the
     #: lead lock through it); it also widens the window a broken guard leaves open.
     stall_before_data: str = "0.3@0.25"
-    unsafe_skip_recheck: bool = False
+    #: Run `bench/broken_guard_worker.py` instead of the real worker: the checker must fail.
+    broken_guard: bool = False
 
 
 PROFILES = {
@@ -291,8 +294,6 @@ class Workers:
             "REPLYGUARD_FAILPOINTS": ",".join(armed),
             "REPLYGUARD_FAILPOINT_SEED": str(seed),
         }
-        if self.profile.unsafe_skip_recheck:
-            env["REPLYGUARD_UNSAFE_SKIP_RECHECK"] = "1"
         return env
 
     def spawn(self, slot: Slot) -> None:
@@ -304,7 +305,14 @@ class Workers:
         seed = self.rng.randrange(1 << 30)
         with (self.logdir / f"worker{slot.index}.log").open("ab") as errlog:
             slot.proc = subprocess.Popen(
-                [*CLI, "--db", self.url, "--now", self.clock.now().isoformat(), "worker"],
+                [
+                    *(BROKEN_CLI if self.profile.broken_guard else CLI),
+                    "--db",
+                    self.url,
+                    "--now",
+                    self.clock.now().isoformat(),
+                    "worker",
+                ],
                 env=self.env(failpoint, seed),
                 stdout=subprocess.DEVNULL,
                 stderr=errlog,
@@ -523,7 +531,6 @@ def final_recovery(
     passes: list[dict[str, Any]] = []
     env = {**os.environ, "REPLYGUARD_TRANSPORT": smtp_url, "REPLYGUARD_LEASE_SECONDS": str(lease)}
     env.pop("REPLYGUARD_FAILPOINTS", None)
-    env.pop("REPLYGUARD_UNSAFE_SKIP_RECHECK", None)
     command = [*CLI, "--db", url, "--now", at.isoformat(), "worker", "--once", "--json"]
     for _ in range(10):
         procs = [
@@ -688,7 +695,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", default=os.environ.get("REPLYGUARD_TEST_PG_URL", DEFAULT_DB))
     parser.add_argument("--report", type=Path, help="write the JSON report here")
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
-    parser.add_argument("--unsafe-skip-recheck", action="store_true", help="break the guard (checker test)")
+    parser.add_argument(
+        "--broken-guard", action="store_true", help="run test-only workers without a guard (must FAIL)"
+    )
     args = parser.parse_args(argv)
     profile = PROFILES[args.profile]
     overrides = {
@@ -696,7 +705,7 @@ def main(argv: list[str] | None = None) -> int:
         "workers": args.workers,
         "duration": args.duration,
         "reply_rate": args.reply_rate,
-        "unsafe_skip_recheck": args.unsafe_skip_recheck or None,
+        "broken_guard": args.broken_guard or None,
     }
     profile = replace(profile, **{k: v for k, v in overrides.items() if v is not None})
     console = Console()

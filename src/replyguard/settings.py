@@ -71,10 +71,6 @@ class Settings:
     sendgrid_secret: str | None = field(default=None, repr=False)
     #: The largest inbound request body (webhook POST) accepted; larger ones get 413.
     inbound_max_bytes: int = 25 * 1024 * 1024
-    #: TEST-ONLY, NEVER IN PRODUCTION: skip the lead lock and the re-check at send time
-    #: (env REPLYGUARD_UNSAFE_SKIP_RECHECK=1). It exists so the fault campaign can prove its
-    #: checker catches a broken guard (tests/integration/test_torture_short.py).
-    unsafe_skip_recheck: bool = False
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -93,5 +89,4 @@ class Settings:
             sendgrid_secret=_secret("REPLYGUARD_SENDGRID_SECRET"),
             inbound_max_bytes=_bytes("REPLYGUARD_INBOUND_MAX_BYTES", defaults.inbound_max_bytes),
             send_batch=_count("REPLYGUARD_SEND_BATCH") if os.environ.get("REPLYGUARD_SEND_BATCH") else None,
-            unsafe_skip_recheck=os.environ.get("REPLYGUARD_UNSAFE_SKIP_RECHECK", "") == "1",
         )

@@ -174,18 +174,13 @@ class SendGuardMixin(WorkerBase):
         result ("refused" or "stale") in `results`.
         """
         now = self.now()
-        unsafe = self.app.settings.unsafe_skip_recheck
-        # TEST-ONLY broken guard (see Settings.unsafe_skip_recheck): no lead lock, no re-check.
-        leads = {} if unsafe else self._lock_leads(conn, [c.lead_id for c in claims])
+        leads = self._lock_leads(conn, [c.lead_id for c in claims])
         rows = {
             row.id: row for row in conn.execute(_SEND_ROWS.where(S.c.id.in_([c.step_id for c in claims])))
         }
         go: list[tuple[Claim, OutgoingEmail]] = []
         for claim in claims:
             row = rows[claim.step_id]
-            if unsafe:
-                go.append((claim, self._email_from_row(row)))
-                continue
             lead = leads[claim.lead_id]
             check = SendCheck(
                 reply_state=lead.reply_state,

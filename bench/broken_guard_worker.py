@@ -1,0 +1,43 @@
+"""TEST-ONLY: `replyguard worker` with its send guard broken, for proving the fault campaign's
+checker can fail (tests/integration/test_torture_short.py, `bench/torture.py --broken-guard`).
+
+The product has no switch that turns its guard off: this file lives outside the package, and
+only a process started as `python bench/broken_guard_worker.py ARGS...` runs it. It replaces
+the worker class with one that takes no lead lock and re-checks nothing before a send, then
+runs the ordinary command line with the given arguments.
+"""
+
+# ruff: noqa: E402 - the repository root goes on sys.path before the project imports
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from sqlalchemy import Connection
+
+from replyguard.domain.outgoing import OutgoingEmail
+from replyguard.entrypoints.cli.app import main
+from replyguard.service_layer import worker as worker_module
+from replyguard.service_layer.worker_base import _SEND_ROWS, Claim, S
+
+
+class BrokenGuardWorker(worker_module.Worker):
+    """Sends every claimed step: no lead lock, no reply state, no cancel request read."""
+
+    def _recheck_many(
+        self, conn: Connection, claims: list[Claim], results: dict[int, Any]
+    ) -> list[tuple[Claim, OutgoingEmail]]:
+        ids = [claim.step_id for claim in claims]
+        rows = {row.id: row for row in conn.execute(_SEND_ROWS.where(S.c.id.in_(ids)))}
+        return [(claim, self._email_from_row(rows[claim.step_id])) for claim in claims]
+
+
+if __name__ == "__main__":
+    worker_module.Worker = BrokenGuardWorker  # type: ignore[misc]
+    main()
