@@ -286,7 +286,7 @@ class Workers:
         armed = [failpoint] if failpoint else []
         if self.profile.stall_before_data and not (failpoint or "").startswith("before_data="):
             armed.append(f"before_data=sleep:{self.profile.stall_before_data}")
-        env = {
+        return {
             **os.environ,
             "REPLYGUARD_TRANSPORT": self.smtp_url,
             "REPLYGUARD_LEASE_SECONDS": str(self.profile.lease),
@@ -294,7 +294,6 @@ class Workers:
             "REPLYGUARD_FAILPOINTS": ",".join(armed),
             "REPLYGUARD_FAILPOINT_SEED": str(seed),
         }
-        return env
 
     def spawn(self, slot: Slot) -> None:
         failpoint = None
