@@ -12,7 +12,6 @@ from sqlalchemy.orm import Session
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.db.engine import DEFAULT_URL, make_engine
-from replyguard.adapters.db.migrate import upgrade
 from replyguard.adapters.transports.base import Transport
 from replyguard.domain.clock import Clock, FixedClock, OffsetClock, SystemClock, parse_instant
 from replyguard.service_layer.failpoints import Failpoints
@@ -67,6 +66,8 @@ class App:
 
     def init_database(self) -> int:
         """Migrate to the newest schema and make sure this app's workspace exists."""
+        from replyguard.adapters.db.migrate import upgrade  # Alembic and Mako: only for `init`
+
         upgrade(self.engine)
         with Session(self.engine) as session, session.begin():
             found = session.scalar(select(m.Workspace).where(m.Workspace.name == self.workspace))

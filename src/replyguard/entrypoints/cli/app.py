@@ -1,8 +1,11 @@
 """`replyguard` command line: thin commands over the service layer.
 
-Global options: `--db URL` (env REPLYGUARD_DATABASE_URL, default sqlite:///replyguard.db),
-`--now ISO-8601` (env REPLYGUARD_NOW: a simulated clock), `--workspace NAME`,
-`--transport SPEC` (env REPLYGUARD_TRANSPORT: maildir:PATH, smtp://..., smtps://...).
+Global options (each with an environment variable, shown by `--help`): `--db URL`, `--now
+ISO-8601` (a simulated clock), `--workspace NAME`, `--transport SPEC`, `--debug`. How failures
+are reported and the exit codes: `entrypoints/cli/errors.py`.
+
+Start-up matters for a tool people type: this module imports only Typer and Rich. SQLAlchemy,
+Alembic and the rest load inside the commands that use them (`replyguard --help` stays fast).
 """
 
 from __future__ import annotations
@@ -14,19 +17,26 @@ import time
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
-from replyguard.bootstrap import App, WorkspaceMissing, bootstrap
+from replyguard import __version__
+from replyguard.entrypoints.cli import errors
+
+if TYPE_CHECKING:
+    from replyguard.bootstrap import App
 
 app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     help="Outbound sequences that stop when a person answers.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
 )
 campaign_app = typer.Typer(no_args_is_help=True, help="Create and list campaigns.")
 leads_app = typer.Typer(no_args_is_help=True, help="Import, show, stop and resume leads.")
@@ -51,6 +61,8 @@ class Options:
     transport: str | None
 
     def app(self, *, running_clock: bool = False) -> App:
+        from replyguard.bootstrap import bootstrap
+
         try:
             return bootstrap(
                 self.db,
@@ -60,12 +72,18 @@ class Options:
                 workspace=self.workspace,
             )
         except ValueError as exc:
-            fail(str(exc), code=2)
+            fail(str(exc), code=errors.EXIT_USAGE)
 
 
-def fail(message: str, code: int = 1) -> NoReturn:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+def fail(message: str, code: int = errors.EXIT_PROBLEM) -> NoReturn:
+    """One line on stderr, then exit: how every command reports a user error."""
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def warn(where: str, message: str) -> None:
+    """A problem that does not stop the command (a skipped row, a kept message)."""
+    err.print(f"[yellow]{escape(where)}[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 def opts(ctx: typer.Context) -> Options:
@@ -78,29 +96,68 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"replyguard {__version__}\n")
+        raise typer.Exit()
+
+
 @app.callback()
 def main_options(
     ctx: typer.Context,
     db: Annotated[
-        str | None, typer.Option("--db", help="Database URL (sqlite:///PATH or postgresql://...).")
+        str | None,
+        typer.Option(
+            "--db",
+            metavar="URL",
+            help="Database: sqlite:///PATH or postgresql://user@host/db "
+            "(env REPLYGUARD_DATABASE_URL; default sqlite:///replyguard.db)",
+        ),
     ] = None,
-    now: Annotated[str | None, typer.Option("--now", help="Simulated current time, ISO-8601.")] = None,
-    workspace: Annotated[str | None, typer.Option("--workspace", help="Workspace name.")] = None,
+    now: Annotated[
+        str | None,
+        typer.Option(
+            "--now",
+            metavar="ISO-8601",
+            help="Simulated current time for trials and tests, e.g. 2026-12-07T09:00:00+00:00 "
+            "(env REPLYGUARD_NOW; default the real clock)",
+        ),
+    ] = None,
+    workspace: Annotated[
+        str | None,
+        typer.Option(
+            "--workspace", metavar="NAME", help="Workspace (env REPLYGUARD_WORKSPACE; default default)"
+        ),
+    ] = None,
     transport: Annotated[
-        str | None, typer.Option("--transport", help="maildir:PATH, smtp://..., smtps://...")
+        str | None,
+        typer.Option(
+            "--transport",
+            metavar="SPEC",
+            help="Where emails go: maildir:PATH, smtp://user:pass@host:587, smtps://...:465 "
+            "(env REPLYGUARD_TRANSPORT; default maildir:outbox)",
+        ),
     ] = None,
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help="Show the full traceback of an error (env REPLYGUARD_DEBUG=1)"),
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
 ) -> None:
     ctx.obj = Options(db, now, workspace, transport)
 
 
 def open_app(ctx: typer.Context, *, running_clock: bool = False) -> App:
+    from replyguard.bootstrap import WorkspaceMissing
+
     instance = opts(ctx).app(running_clock=running_clock)
     try:
         _ = instance.workspace_id
     except WorkspaceMissing as exc:
         fail(str(exc))
-    except Exception as exc:
-        fail(f"cannot open the database: {exc.__class__.__name__}: {str(exc).splitlines()[0]}")
     return instance
 
 
@@ -109,7 +166,7 @@ def init(ctx: typer.Context) -> None:
     """Create or migrate the database and the workspace."""
     instance = opts(ctx).app()
     workspace_id = instance.init_database()
-    out.print(f"database ready; workspace [bold]{instance.workspace}[/] (id {workspace_id})")
+    out.print(f"database ready; workspace [bold]{escape(instance.workspace)}[/] (id {workspace_id})")
 
 
 @campaign_app.command("create")
@@ -127,7 +184,9 @@ def campaign_create(ctx: typer.Context, file: Path) -> None:
     except CampaignSpecError as exc:
         fail(f"{file}: {exc}", code=2)
     verb = "created" if result.created else "already exists (identical)"
-    out.print(f"campaign [bold]{result.name}[/] for {result.product}: {result.steps} steps, {verb}")
+    out.print(
+        f"campaign [bold]{escape(result.name)}[/] for {escape(result.product)}: {result.steps} steps, {verb}"
+    )
 
 
 def _read_text(file: Path) -> str:
@@ -169,7 +228,7 @@ def leads_import(
             report.errors += part.errors
             progress.advance(task, len(chunk))
     for problem in report.errors:
-        err.print(f"[yellow]{file}:{problem.line}:[/] {problem.message}", highlight=False)
+        warn(f"{file}:{problem.line}:", problem.message)
     out.print(f"{report.created} created, {report.updated} updated, {len(report.errors)} rows skipped")
     if report.errors:
         raise typer.Exit(1)
@@ -191,13 +250,13 @@ def leads_show(
     if as_json:
         emit_json(summary)
         return
-    table = Table(title=f"{summary['name']} <{summary['email']}>")
+    table = Table(title=escape(f"{summary['name']} <{summary['email']}>"))
     for column in ("product", "state", "queued", "sent", "cancelled", "next due"):
         table.add_column(column)
     for p in summary["products"]:
         s = p["steps"]
         table.add_row(
-            p["product"],
+            escape(p["product"]),
             p["reply_state"],
             str(s["queued"]),
             str(s["sent"]),
@@ -219,7 +278,7 @@ def _person_move(ctx: typer.Context, email: str, product: str, target: str, why:
             uow.commit()
     except (LeadNotFound, IllegalTransition) as exc:
         fail(str(exc))
-    out.print(f"{email} in {product}: {before} -> {target}")
+    out.print(escape(f"{email} in {product}: {before} -> {target}"))
 
 
 @leads_app.command("stop")
@@ -270,7 +329,7 @@ def enroll(
     except (LookupError, LeadNotFound) as exc:
         fail(str(exc))
     for address, why in report.skipped:
-        err.print(f"[yellow]skipped {address}:[/] {why}", highlight=False)
+        warn(f"skipped {address}:", why)
     out.print(f"{report.enrolled} enrolled, {report.already} already enrolled, {len(report.skipped)} skipped")
 
 
@@ -382,12 +441,13 @@ def reply_record(
         emit_json(result)
     else:
         out.print(
-            f"{lead} in {product}: now {outcome.lead_state}; {outcome.cancelled} queued steps cancelled, "
-            f"{outcome.rescheduled} moved after the pause"
+            escape(f"{lead} in {product}: now {outcome.lead_state}; ")
+            + f"{outcome.cancelled} queued steps cancelled, {outcome.rescheduled} moved after the pause"
         )
         for other in outcome.other_products:
             out.print(
-                f"  also a lead of {other['product']} ({other['reply_state']}): not changed — decide there"
+                escape(f"  also a lead of {other['product']} ({other['reply_state']}): ")
+                + "not changed — decide there"
             )
 
 
@@ -445,9 +505,7 @@ def ingest(
                         }
                     )
                 if result.status == "unparsable" and not result.duplicate:
-                    err.print(
-                        f"[yellow]{item.origin}:[/] kept but not parsed: {result.detail}", highlight=False
-                    )
+                    warn(f"{item.origin}:", f"kept but not parsed: {result.detail}")
     except MailSourceError as exc:
         fail(str(exc), code=2)
     if as_json:
@@ -505,8 +563,8 @@ def inbound_list(
             str(item["id"]),
             item["received_at"],
             item["kind"] or "-",
-            item["message_id"] or "-",
-            item["error"] or "",
+            escape(item["message_id"] or "-"),
+            escape(item["error"] or ""),
         )
     out.print(table)
 
@@ -543,5 +601,12 @@ listen_cmd.register(app)
 poll_cmd.register(app)
 
 
-def main() -> None:
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """The `replyguard` script. Every failure becomes one line and an exit code (errors.py)."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        app(args=args, prog_name="replyguard")
+    except (Exception, KeyboardInterrupt) as exc:
+        if errors.debug_requested(args):
+            raise
+        sys.exit(errors.report(exc))
