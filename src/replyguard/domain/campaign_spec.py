@@ -130,7 +130,9 @@ def _drafts(raw: Any, extra_fields: set[str]) -> tuple[tuple[str, str], ...]:
         return ()
     where = "campaign.drafts"
     if not isinstance(raw, dict):
-        raise CampaignSpecError(f'{where}: expected a table like {{ interested = "Hi {{{{ first_name }}}}..." }}')
+        raise CampaignSpecError(
+            f'{where}: expected a table like {{ interested = "Hi {{{{ first_name }}}}..." }}'
+        )
     _unknown(where, raw, {i.value for i in Intent})
     drafts = []
     for intent in sorted(raw):

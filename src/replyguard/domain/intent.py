@@ -80,10 +80,67 @@ _NAME_BEFORE = re.compile(
 )
 # Capitalised words that start sentences or name roles, not people.
 _NOT_NAMES = frozenset(
-    "please contact reach talk speak write email mail hi hello thanks thank best regards kind "
-    "our my the your she he they colleague kollege kollegin kollegen bitte wenden sie mit "
-    "contactez veuillez merci hable contacte con neem contact op contatti fale com kontakta "
-    "prata med proszę skontaktuj się z cc ik je yo io eu jag ja ich i".split()
+    [
+        "please",
+        "contact",
+        "reach",
+        "talk",
+        "speak",
+        "write",
+        "email",
+        "mail",
+        "hi",
+        "hello",
+        "thanks",
+        "thank",
+        "best",
+        "regards",
+        "kind",
+        "our",
+        "my",
+        "the",
+        "your",
+        "she",
+        "he",
+        "they",
+        "colleague",
+        "kollege",
+        "kollegin",
+        "kollegen",
+        "bitte",
+        "wenden",
+        "sie",
+        "mit",
+        "contactez",
+        "veuillez",
+        "merci",
+        "hable",
+        "contacte",
+        "con",
+        "neem",
+        "contact",
+        "op",
+        "contatti",
+        "fale",
+        "com",
+        "kontakta",
+        "prata",
+        "med",
+        "proszę",
+        "skontaktuj",
+        "się",
+        "z",
+        "cc",
+        "ik",
+        "je",
+        "yo",
+        "io",
+        "eu",
+        "jag",
+        "ja",
+        "ich",
+        "i",
+    ]
 )
 
 
@@ -154,9 +211,7 @@ def _absence(head: str, subject: str, lowered: str, sent: datetime | None) -> In
     return IntentResult(Intent.OUT_OF_OFFICE, evidence, lang, date=back)
 
 
-def _referral(
-    head: str, lowered: str, own: frozenset[str], wrong: str | None
-) -> IntentResult | None:
+def _referral(head: str, lowered: str, own: frozenset[str], wrong: str | None) -> IntentResult | None:
     phrase = phrases.first_match(ip.REFERRAL, lowered)
     if phrase is None and wrong is None:
         return None

@@ -21,7 +21,11 @@ UNSUBSCRIBE = _family(
             r"\bunsubscribe\b|\bremove me\b|\btake me off\b|\bstop (?:e-?mailing|emails|contacting|"
             r"writing)\b|\bdo(?:n't| not) (?:e-?mail|contact|write to) me\b|\bopt(?: me)? out\b",
         ),
-        ("de", r"\babmelden\b|\baustragen\b|\bkeine (?:e-?mails|mails|nachrichten) mehr\b|\bentfernen sie mich\b"),
+        (
+            "de",
+            r"\babmelden\b|\baustragen\b|\bkeine (?:e-?mails|"
+            r"mails|nachrichten) mehr\b|\bentfernen sie mich\b",
+        ),
         ("fr", r"\bdésabonne|\bdésinscri|\bretirez[- ]moi\b|\bne plus recevoir\b|\bne m'écrivez plus\b"),
         ("es", r"\bdar(?:me)? de baja\b|\belimíname\b|\bno me (?:escriba|escribas|contacte)\b"),
         ("nl", r"\bafmelden\b|\buitschrijven\b|\bverwijder (?:mij|me)\b|\bgeen (?:e-?mails|mails) meer\b"),
@@ -77,7 +81,10 @@ REFERRAL = _family(
         ("it", r"\bcontatti\b|\brivolgersi a\b|\brivolgetevi a\b|\bsi occupa\b|\bin copia\b|\bscriva a\b"),
         ("pt", r"\bfale com\b|\bentre em contato com\b|\bcontacte\b|\bé (?:o|a) responsável\b|\bem cópia\b"),
         ("sv", r"\bkontakta\b|\bvänd dig till\b|\bansvarar för\b|\bprata med\b"),
-        ("pl", r"\bkontaktować się z\b|\bskontaktuj się z\b|\bskontaktować się z\b|\bodpowiada za\b|\bw kopii\b"),
+        (
+            "pl",
+            r"\bkontaktować się z\b|\bskontaktuj się z\b|\bskontaktować się z\b|\bodpowiada za\b|\bw kopii\b",
+        ),
     ]
 )
 
@@ -93,9 +100,17 @@ NOT_INTERESTED = _family(
         ("es", r"\bno me interesa\b|\bno estamos interesados\b|\bno,? gracias\b|\bno nos interesa\b"),
         ("nl", r"\bgeen interesse\b|\bniet geïnteresseerd\b|\bnee,? bedankt\b|\bgeen behoefte\b"),
         ("it", r"\bnon (?:sono|siamo) interessat\w\b|\bnon ci interessa\b|\bno,? grazie\b"),
-        ("pt", r"\bnão tenho interesse\b|\bnão (?:estou|estamos) interessad\w+\b|\bnão,? obrigad\w\b|\bsem interesse\b"),
+        (
+            "pt",
+            r"\bnão tenho interesse\b|\bnão (?:estou|"
+            r"estamos) interessad\w+\b|\bnão,? obrigad\w\b|\bsem interesse\b",
+        ),
         ("sv", r"\binte intresserad\w*\b|\bnej,? tack\b|\binget intresse\b"),
-        ("pl", r"\bnie (?:jestem|jesteśmy) zainteresowan\w*\b|\bnie,? dziękuję\b|\bnie jesteśmy zainteresowani\b"),
+        (
+            "pl",
+            r"\bnie (?:jestem|jesteśmy) zainteresowan\w*\b|"
+            r"\bnie,? dziękuję\b|\bnie jesteśmy zainteresowani\b",
+        ),
     ]
 )
 
@@ -106,12 +121,14 @@ LATER = _family(
             r"\bnot (?:right )?now\b|\bmaybe later\b|\breach out (?:again )?(?:in|after|next|around)\b|"
             r"\bcircle back\b|\bfollow up (?:in|after|next)\b|\bnext (?:quarter|year|month)\b|"
             r"\bcheck back\b|\bget back to me\b|\btiming (?:isn't|is not) right\b|\bafter the holidays\b|"
-            r"\b(?:ping|contact|email) me (?:again )?(?:in|after|next)\b|\bnot (?:a priority )?this quarter\b",
+            r"\b(?:ping|contact|email) me (?:again )?(?:in|"
+            r"after|next)\b|\bnot (?:a priority )?this quarter\b",
         ),
         (
             "de",
             r"\bspäter\b|\bnicht jetzt\b|\bim nächsten (?:quartal|jahr|monat)\b|\bderzeit nicht\b|"
-            r"\baktuell nicht\b|\bzu einem späteren zeitpunkt\b|\bmelden sie sich (?:gerne )?(?:im|nach|ab|wieder)\b",
+            r"\baktuell nicht\b|\bzu einem späteren zeitpunkt\b|\bmelden sie sich (?:gerne )?(?:im|"
+            r"nach|ab|wieder)\b",
         ),
         (
             "fr",
@@ -120,7 +137,8 @@ LATER = _family(
         ),
         (
             "es",
-            r"\bmás adelante\b|\bmás tarde\b|\bahora no\b|\ben este momento no\b|\bel próximo (?:trimestre|año)\b|"
+            r"\bmás adelante\b|\bmás tarde\b|\bahora no\b|"
+            r"\ben este momento no\b|\bel próximo (?:trimestre|año)\b|"
             r"\bvuelva a (?:contactarme|escribirme)\b|\bescríbame (?:en|después|a partir)\b",
         ),
         (
@@ -138,7 +156,11 @@ LATER = _family(
             r"\bmais tarde\b|\bmais para a frente\b|\bagora não\b|\bno momento não\b|"
             r"\bpróximo (?:trimestre|ano)\b|\bvolte a (?:contactar|entrar em contato)\b",
         ),
-        ("sv", r"\bsenare\b|\binte nu\b|\bjust nu inte\b|\bnästa (?:kvartal|år)\b|\bhör av dig (?:igen|i|efter)\b"),
+        (
+            "sv",
+            r"\bsenare\b|\binte nu\b|\bjust nu inte\b|\bnästa (?:kvartal|"
+            r"år)\b|\bhör av dig (?:igen|i|efter)\b",
+        ),
         (
             "pl",
             r"\bpóźniej\b|\bnie teraz\b|\bw tej chwili nie\b|\bw przyszłym (?:kwartale|roku)\b|"
@@ -161,11 +183,18 @@ INTERESTED = _family(
             r"\bgerne?\b|\bklingt (?:gut|interessant|spannend)\b|\binteressier|\btermin\b|\bgespräch\b|"
             r"\btelefonat\b|\blassen sie uns\b",
         ),
-        ("fr", r"\bintéressée?\b|\bvolontiers\b|\bavec plaisir\b|\brendez-vous\b|\bun appel\b|\béchanger\b|\bdisponible\b"),
+        (
+            "fr",
+            r"\bintéressée?\b|\bvolontiers\b|\bavec plaisir\b|"
+            r"\brendez-vous\b|\bun appel\b|\béchanger\b|\bdisponible\b",
+        ),
         ("es", r"\bme interesa\b|\binteresad[oa]\b|\breunión\b|\bllamada\b|\bhablemos\b|\bcon gusto\b"),
         ("nl", r"\binteresse\b|\bgeïnteresseerd\b|\bafspraak\b|\bbellen\b|\bgesprek\b|\bgraag\b"),
         ("it", r"\binteressat\w\b|\bmi interessa\b|\bvolentieri\b|\bchiamata\b|\briunione\b|\bincontro\b"),
-        ("pt", r"\binteressad[oa]\b|\btenho interesse\b|\breunião\b|\bchamada\b|\bconversar\b|\bcom prazer\b"),
+        (
+            "pt",
+            r"\binteressad[oa]\b|\btenho interesse\b|\breunião\b|\bchamada\b|\bconversar\b|\bcom prazer\b",
+        ),
         ("sv", r"\bintresserad\b|\bintressant\b|\bmöte\b|\bsamtal\b|\bgärna\b"),
         ("pl", r"\bzainteresowan\w*\b|\bspotkanie\b|\brozmow\w*\b|\bchętnie\b"),
     ]

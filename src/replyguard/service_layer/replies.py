@@ -18,6 +18,7 @@ from sqlalchemy import select, update
 
 from replyguard.adapters.db import models as m
 from replyguard.domain import reply_policy
+from replyguard.domain.next_step import CROSSED_WINDOW, ThreadKind
 from replyguard.domain.reply_policy import ReplyEffect, Suppress
 from replyguard.domain.schedule import load_zone, shift_after_pause
 from replyguard.domain.states import (
@@ -28,7 +29,6 @@ from replyguard.domain.states import (
     StepState,
     check_reply_move,
 )
-from replyguard.domain.next_step import CROSSED_WINDOW, ThreadKind
 from replyguard.service_layer import threads
 from replyguard.service_layer.enrollment import campaign_window
 from replyguard.service_layer.failpoints import Failpoints
@@ -259,7 +259,9 @@ def _crossed(uow: UnitOfWork, lead_id: int, received_at: datetime) -> list[str]:
     return [s.message_id for s in rows]
 
 
-def _crossed_before(uow: UnitOfWork, lead_id: int, received_at: datetime, references: tuple[str, ...]) -> bool:
+def _crossed_before(
+    uow: UnitOfWork, lead_id: int, received_at: datetime, references: tuple[str, ...]
+) -> bool:
     """One of our emails went out shortly before the reply arrived, and the reply does not
     reference it: they wrote without having seen it. Unknowable without their references."""
     if not references:
@@ -418,6 +420,7 @@ def hold_probable(
                 received_at=received_at or uow.clock.now(),
                 inbound_message_id=inbound_id,
                 candidates=tuple(candidates),
+                sender=sender,
             ),
             settings=settings or Settings(),
         )

@@ -60,7 +60,14 @@ def load_context(session: Session, workspace_id: int, lead_id: int) -> ThreadCon
         )
     )
     campaigns = session.execute(
-        select(m.Campaign.id, m.Campaign.name, m.Campaign.owner, m.Mailbox.id, m.Mailbox.address, m.Mailbox.from_name)
+        select(
+            m.Campaign.id,
+            m.Campaign.name,
+            m.Campaign.owner,
+            m.Mailbox.id,
+            m.Mailbox.address,
+            m.Mailbox.from_name,
+        )
         .join(m.Enrollment, m.Enrollment.campaign_id == m.Campaign.id)
         .join(m.Mailbox, m.Mailbox.id == m.Campaign.mailbox_id)
         .where(m.Enrollment.lead_id == lead.id)
@@ -157,6 +164,11 @@ def next_step_for(
 
 
 def count_unknown_steps(session: Session, lead_id: int) -> int:
-    return session.scalar(
-        select(func.count()).select_from(m.Step).where(m.Step.lead_id == lead_id, m.Step.state == StepState.UNKNOWN)
-    ) or 0
+    return (
+        session.scalar(
+            select(func.count())
+            .select_from(m.Step)
+            .where(m.Step.lead_id == lead_id, m.Step.state == StepState.UNKNOWN)
+        )
+        or 0
+    )

@@ -52,6 +52,7 @@ class Handoff:
     state_before: str | None = None
     new_contact: str | None = None
     absent_until: date | None = None
+    sender: str | None = None  # a probable reply: who wrote it
     crossed: bool = False
     notify: bool = True
 
@@ -152,11 +153,12 @@ def _apply(thread: m.RescueThread, handoff: Handoff, context: ThreadContext, now
     thread.subject = handoff.subject or thread.subject or context.last_subject
     if handoff.candidates:
         thread.candidates = list(handoff.candidates)
-    if handoff.new_contact or handoff.absent_until:
+    if handoff.new_contact or handoff.absent_until or handoff.sender:
         thread.intent_data = {
             **(thread.intent_data or {}),
             "new_contact": handoff.new_contact,
             "absent_until": handoff.absent_until.isoformat() if handoff.absent_until else None,
+            "sender": handoff.sender,
         }
     if handoff.reply_id is not None or handoff.text is not None:
         thread.reply_id = handoff.reply_id or thread.reply_id
@@ -176,7 +178,12 @@ def _apply(thread: m.RescueThread, handoff: Handoff, context: ThreadContext, now
 
 
 def _event(
-    session: Session, workspace_id: int, now: datetime, thread: m.RescueThread, created: bool, handoff: Handoff
+    session: Session,
+    workspace_id: int,
+    now: datetime,
+    thread: m.RescueThread,
+    created: bool,
+    handoff: Handoff,
 ) -> None:
     session.add(
         m.Event(

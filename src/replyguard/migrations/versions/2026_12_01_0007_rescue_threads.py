@@ -12,7 +12,6 @@ from alembic import op
 
 import replyguard.adapters.db.models
 
-
 revision = "0007_rescue"
 down_revision = "0003_nonces"
 branch_labels = None
