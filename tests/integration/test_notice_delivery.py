@@ -82,7 +82,10 @@ def test_each_notice_reaches_each_receiver_once_through_an_outage_a_crash_and_re
         assert len(mails) == 3 and len({mail.message_id for mail in mails}) == 3
         assert sorted(r for mail in mails for r in mail.rcpt_tos) == ["dana@northwind-analytics.test"] * 3
     with app.uow() as uow:
-        assert uow.session.scalar(select(func.count()).select_from(m.Notice).where(m.Notice.done_at.is_(None))) == 0
+        assert (
+            uow.session.scalar(select(func.count()).select_from(m.Notice).where(m.Notice.done_at.is_(None)))
+            == 0
+        )
         states = uow.session.scalars(select(m.NoticeDelivery.state)).all()
     assert sorted(states) == ["delivered"] * 6
 
@@ -100,7 +103,9 @@ def test_a_notice_carries_what_a_person_needs_to_act(app: App, clock: FixedClock
     assert payload["type"] == "thread.opened"
     assert data["product"] == REPORTS and data["campaign"] == "Q1 reporting outreach"
     assert data["lead"]["email"] == REPLIERS[0]
-    assert data["thread"]["id"] == outcome.thread_id and data["thread"]["url"].endswith(f"/threads/{outcome.thread_id}")
+    assert data["thread"]["id"] == outcome.thread_id and data["thread"]["url"].endswith(
+        f"/threads/{outcome.thread_id}"
+    )
     assert data["subject"] == "Quick question about Fernhollow's reporting"
     assert data["kind"] == "human_reply" and "recommended_next_step" in data and "intent" in data
     assert data["other_active_products"][0]["product"] == FORECASTING

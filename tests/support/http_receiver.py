@@ -9,6 +9,9 @@ dropped). `ChatServer` speaks the OpenAI chat-completions API with a scripted an
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import threading
 from collections.abc import Callable
@@ -16,10 +19,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
-
-import base64
-import hashlib
-import hmac
 
 
 @dataclass
@@ -47,9 +46,11 @@ class LoopbackServer:
         state, responder = self.state, respond
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
-                received = Received(self.path, {k.lower(): v for k, v in self.headers.items()}, self.rfile.read(length))
+                received = Received(
+                    self.path, {k.lower(): v for k, v in self.headers.items()}, self.rfile.read(length)
+                )
                 with state.lock:
                     state.requests.append(received)
                 status, body = responder(received)
@@ -59,7 +60,7 @@ class LoopbackServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -139,7 +140,13 @@ class ChatServer(LoopbackServer):
                 "id": "chatcmpl-1",
                 "object": "chat.completion",
                 "model": received.json().get("model"),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": self.reply}, "finish_reason": "stop"}],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": self.reply},
+                        "finish_reason": "stop",
+                    }
+                ],
             }
             return 200, json.dumps(answer).encode()
 

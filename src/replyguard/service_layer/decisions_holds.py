@@ -78,20 +78,24 @@ def confirm(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Settings) ->
     )
 
 
-def _chosen(uow: UnitOfWork, candidates: list[dict[str, Any]], email: str | None) -> dict[str, Any]:
-    if email is None:
+def _chosen(uow: UnitOfWork, candidates: list[dict[str, Any]], which: str | None) -> dict[str, Any]:
+    """The candidate a person named: by lead id, or by email when that names one candidate."""
+    listed = ", ".join(f"lead {c['lead_id']}: {c['email']} ({c['product']})" for c in candidates)
+    if which is None:
         if len(candidates) != 1:
-            listed = ", ".join(f"{c['email']} ({c['product']})" for c in candidates)
-            raise DecisionError(f"several candidates: say which lead (--lead EMAIL): {listed}")
+            raise DecisionError(f"several candidates, say which (--lead ID or EMAIL): {listed}")
         return candidates[0]
-    contact = contact_for_address(uow, email)
-    lead_ids = set(
-        uow.session.scalars(select(m.Lead.id).where(m.Lead.contact_id == contact.id)) if contact else []
-    )
-    for candidate in candidates:
-        if int(candidate["lead_id"]) in lead_ids:
-            return candidate
-    raise DecisionError(f"{email} is not a candidate of this message")
+    if which.isdigit():
+        found = [c for c in candidates if int(c["lead_id"]) == int(which)]
+    else:
+        contact = contact_for_address(uow, which)
+        lead_ids = set(
+            uow.session.scalars(select(m.Lead.id).where(m.Lead.contact_id == contact.id)) if contact else []
+        )
+        found = [c for c in candidates if int(c["lead_id"]) in lead_ids]
+    if len(found) != 1:
+        raise DecisionError(f"{which} does not name one candidate; candidates: {listed}")
+    return found[0]
 
 
 def reject(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Settings) -> DecisionResult:

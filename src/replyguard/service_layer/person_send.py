@@ -219,16 +219,16 @@ def _email(app: App, row: m.PersonSend) -> OutgoingEmail:
         mailbox = uow.session.get_one(m.Mailbox, row.mailbox_id)
         lead = uow.session.get_one(m.Lead, row.lead_id)
         contact = uow.session.get_one(m.Contact, lead.contact_id)
-    return OutgoingEmail(
-        send_key=f"p-{row.idempotency_key}",
-        message_id=row.message_id,
-        from_name=mailbox.from_name,
-        from_address=mailbox.address,
-        to_name=f"{contact.first_name} {contact.last_name}".strip(),
-        to_address=row.to_address,
-        subject=row.subject,
-        body=row.body,
-        date=app.clock.now(),
-        in_reply_to=row.in_reply_to,
-        references=row.references,
-    )
+        return OutgoingEmail(
+            send_key=f"p-{row.idempotency_key}",
+            message_id=row.message_id,
+            from_name=mailbox.from_name,
+            from_address=mailbox.address,
+            to_name=f"{contact.first_name} {contact.last_name}".strip(),
+            to_address=row.to_address,
+            subject=row.subject,
+            body=row.body,
+            date=app.clock.now(),
+            in_reply_to=row.in_reply_to,
+            references=row.references,
+        )
