@@ -199,7 +199,7 @@ def test_a_headerless_absence_is_offered_as_pause_until_and_pauses_every_product
     load_examples(app)
     run_days(app, clock, 1)
     mid, subject = _first(app, JONAS)
-    body = "Guten Tag,\n\nich bin bis zum 21.12. nicht im Büro. Ab dem 21.12. bin ich wieder erreichbar.\n\nJonas\n"
+    body = "Guten Tag,\n\nich bin bis zum 21.12. nicht im Büro. Ab dem 21.12. bin ich wieder da.\n\nJonas\n"
     result = ingest_raw(app, _mail(JONAS, f"AW: {subject}", body, clock, in_reply_to=mid), "test")
     assert result.kind == "human_reply"  # no automatic headers: safely a person
     assert lead_state(app, JONAS, REPORTS) == "replied"
