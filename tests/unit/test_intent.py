@@ -10,38 +10,38 @@ from replyguard.domain.intent import Intent, detect_intent
 from replyguard.domain.next_step import OtherProduct, Situation, ThreadKind, recommend
 
 SENT = datetime(2026, 12, 8, 10, 0, tzinfo=UTC)
-I = Intent
+IN = Intent
 
 
 @pytest.mark.parametrize(
     ("text", "intent"),
     [
-        ("Sounds interesting — can we talk Thursday?", I.INTERESTED),
-        ("Gerne! Passt Ihnen ein Termin am Donnerstag?", I.INTERESTED),
-        ("Avec plaisir, un appel mardi ?", I.INTERESTED),
-        ("Me interesa, ¿podemos hablar el martes?", I.INTERESTED),
-        ("Graag een afspraak volgende week.", I.INTERESTED),
-        ("Mi interessa, possiamo fare una chiamata?", I.INTERESTED),
-        ("Tenho interesse, podemos marcar uma reunião?", I.INTERESTED),
-        ("Gärna, kan vi boka ett möte?", I.INTERESTED),
-        ("Chętnie, proszę o spotkanie w przyszłym tygodniu.", I.INTERESTED),
-        ("How much does it cost per seat?", I.QUESTION),
-        ("Bonjour, combien coûte la licence ?", I.QUESTION),
-        ("Not interested, thanks.", I.NOT_INTERESTED),
-        ("Danke, aber kein Interesse.", I.NOT_INTERESTED),
-        ("Merci, mais pas intéressée.", I.NOT_INTERESTED),
-        ("No me interesa, gracias.", I.NOT_INTERESTED),
-        ("Geen interesse, bedankt.", I.NOT_INTERESTED),
-        ("Não tenho interesse, obrigado.", I.NOT_INTERESTED),
-        ("Inte intresserad, tack.", I.NOT_INTERESTED),
-        ("Nie jestem zainteresowany, dziękuję.", I.NOT_INTERESTED),
-        ("Please remove me from your list.", I.UNSUBSCRIBE),
-        ("Bitte abmelden.", I.UNSUBSCRIBE),
-        ("I'm not the right person for this, sorry.", I.WRONG_PERSON),
-        ("Non sono la persona giusta.", I.WRONG_PERSON),
-        ("Thanks for the note.", I.OTHER),
+        ("Sounds interesting — can we talk Thursday?", IN.INTERESTED),
+        ("Gerne! Passt Ihnen ein Termin am Donnerstag?", IN.INTERESTED),
+        ("Avec plaisir, un appel mardi ?", IN.INTERESTED),
+        ("Me interesa, ¿podemos hablar el martes?", IN.INTERESTED),
+        ("Graag een afspraak volgende week.", IN.INTERESTED),
+        ("Mi interessa, possiamo fare una chiamata?", IN.INTERESTED),
+        ("Tenho interesse, podemos marcar uma reunião?", IN.INTERESTED),
+        ("Gärna, kan vi boka ett möte?", IN.INTERESTED),
+        ("Chętnie, proszę o spotkanie w przyszłym tygodniu.", IN.INTERESTED),
+        ("How much does it cost per seat?", IN.QUESTION),
+        ("Bonjour, combien coûte la licence ?", IN.QUESTION),
+        ("Not interested, thanks.", IN.NOT_INTERESTED),
+        ("Danke, aber kein Interesse.", IN.NOT_INTERESTED),
+        ("Merci, mais pas intéressée.", IN.NOT_INTERESTED),
+        ("No me interesa, gracias.", IN.NOT_INTERESTED),
+        ("Geen interesse, bedankt.", IN.NOT_INTERESTED),
+        ("Não tenho interesse, obrigado.", IN.NOT_INTERESTED),
+        ("Inte intresserad, tack.", IN.NOT_INTERESTED),
+        ("Nie jestem zainteresowany, dziękuję.", IN.NOT_INTERESTED),
+        ("Please remove me from your list.", IN.UNSUBSCRIBE),
+        ("Bitte abmelden.", IN.UNSUBSCRIBE),
+        ("I'm not the right person for this, sorry.", IN.WRONG_PERSON),
+        ("Non sono la persona giusta.", IN.WRONG_PERSON),
+        ("Thanks for the note.", IN.OTHER),
         # A person who mentions a holiday and answers is answering.
-        ("I was on vacation last week, sorry. Yes let's set up a call.", I.INTERESTED),
+        ("I was on vacation last week, sorry. Yes let's set up a call.", IN.INTERESTED),
     ],
 )
 def test_intent_of_realistic_replies(text: str, intent: Intent) -> None:
@@ -81,13 +81,13 @@ def test_intent_of_realistic_replies(text: str, intent: Intent) -> None:
 )
 def test_referrals_name_the_new_person_and_their_address(text: str, name: str, address: str) -> None:
     result = detect_intent(text, sent=SENT)
-    assert (result.intent, result.referral_name, result.referral_address) == (I.REFERRAL, name, address)
+    assert (result.intent, result.referral_name, result.referral_address) == (IN.REFERRAL, name, address)
 
 
 def test_the_senders_own_address_is_not_a_referral() -> None:
     text = "Wrong person, sorry. You can reach me at priya@fernhollow.test anyway."
     result = detect_intent(text, sent=SENT, own_addresses=frozenset({"priya@fernhollow.test"}))
-    assert result.intent is I.WRONG_PERSON
+    assert result.intent is IN.WRONG_PERSON
 
 
 @pytest.mark.parametrize(
@@ -101,7 +101,7 @@ def test_the_senders_own_address_is_not_a_referral() -> None:
 )
 def test_later_with_the_date_when_given(text: str, day: date | None) -> None:
     result = detect_intent(text, sent=SENT)
-    assert (result.intent, result.date) == (I.LATER, day)
+    assert (result.intent, result.date) == (IN.LATER, day)
 
 
 @pytest.mark.parametrize(
@@ -117,7 +117,7 @@ def test_an_absence_without_headers_looks_like_an_out_of_office_and_offers_pause
     text: str, day: date
 ) -> None:
     result = detect_intent(text, sent=SENT)
-    assert (result.intent, result.date) == (I.OUT_OF_OFFICE, day)
+    assert (result.intent, result.date) == (IN.OUT_OF_OFFICE, day)
     step = recommend(Situation(ThreadKind.HUMAN_REPLY, result, SENT, "replied"))
     assert step.actions[0] == f"pause_until:{day.isoformat()}" and "pause until" in step.text
 
