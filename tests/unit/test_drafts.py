@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from tests.unit.test_campaign_spec import GOOD
 
 from replyguard.domain.campaign_spec import CampaignSpecError, parse_campaign
 from replyguard.domain.drafts import reply_subject, template_draft
 from replyguard.domain.intent import Intent
-from tests.unit.test_campaign_spec import GOOD
 
 VALUES = {"first_name": "Priya", "sender": "Dana", "company": "Fernhollow", "subject": "AW: Re: Hello"}
 
