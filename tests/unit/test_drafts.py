@@ -29,7 +29,7 @@ def test_a_campaign_overrides_a_draft_and_bad_keys_or_variables_are_refused() ->
     assert draft.body == "Dear Priya, when suits you? Dana" and draft.source == "campaign"
     with pytest.raises(CampaignSpecError, match=r"campaign.drafts: unknown key\(s\) keen"):
         parse_campaign(GOOD + '\n[campaign.drafts]\nkeen = "x"\n')
-    with pytest.raises(CampaignSpecError, match="campaign.drafts.question"):
+    with pytest.raises(CampaignSpecError, match=r"campaign\.drafts\.question"):
         parse_campaign(GOOD + '\n[campaign.drafts]\nquestion = "{{ salary }}"\n')
 
 
