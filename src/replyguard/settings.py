@@ -90,3 +90,68 @@ class Settings:
             inbound_max_bytes=_bytes("REPLYGUARD_INBOUND_MAX_BYTES", defaults.inbound_max_bytes),
             send_batch=_count("REPLYGUARD_SEND_BATCH") if os.environ.get("REPLYGUARD_SEND_BATCH") else None,
         )
+
+
+def _url(name: str) -> str | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.startswith(("http://", "https://")):
+        raise ValueError(f"{name} must be an http:// or https:// URL")
+    return raw
+
+
+@dataclass(frozen=True, slots=True)
+class NotifySettings:
+    """Where notices go (`replyguard notify`). Secrets and webhook URLs (a Slack URL is itself a
+    secret) are kept out of repr so that they are never logged."""
+
+    #: An email to the thread's owner through the configured transport (REPLYGUARD_NOTIFY_EMAIL).
+    email: bool = True
+    webhook_url: str | None = field(default=None, repr=False)
+    #: Standard Webhooks secret, `whsec_` + base64 (REPLYGUARD_NOTIFY_WEBHOOK_SECRET).
+    webhook_secret: str | None = field(default=None, repr=False)
+    slack_url: str | None = field(default=None, repr=False)
+    timeout: float = 10.0
+    retry_base: timedelta = timedelta(seconds=30)
+    retry_cap: timedelta = timedelta(hours=1)
+    #: About two days of retries at the cap before a delivery is given up (and shown as failed).
+    max_attempts: int = 60
+    lease: timedelta = timedelta(minutes=2)
+
+    @classmethod
+    def from_env(cls) -> NotifySettings:
+        defaults = cls()
+        webhook_url = _url("REPLYGUARD_NOTIFY_WEBHOOK_URL")
+        secret = _secret("REPLYGUARD_NOTIFY_WEBHOOK_SECRET")
+        if webhook_url and not secret:
+            raise ValueError(
+                "REPLYGUARD_NOTIFY_WEBHOOK_URL needs REPLYGUARD_NOTIFY_WEBHOOK_SECRET (whsec_...)"
+            )
+        return cls(
+            email=os.environ.get("REPLYGUARD_NOTIFY_EMAIL", "1") not in ("0", "false", "no", "off"),
+            webhook_url=webhook_url,
+            webhook_secret=secret,
+            slack_url=_url("REPLYGUARD_NOTIFY_SLACK_URL"),
+            timeout=_seconds("REPLYGUARD_NOTIFY_TIMEOUT_SECONDS", defaults.timeout).total_seconds(),
+            retry_base=_seconds("REPLYGUARD_NOTIFY_RETRY_BASE_SECONDS", defaults.retry_base.total_seconds()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """An optional OpenAI-compatible endpoint for intents and drafts; off unless a URL is set."""
+
+    url: str | None = None  # the API base, e.g. http://127.0.0.1:8080/v1
+    model: str = "default"
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = 20.0
+
+    @classmethod
+    def from_env(cls) -> ModelSettings:
+        return cls(
+            url=_url("REPLYGUARD_MODEL_URL"),
+            model=os.environ.get("REPLYGUARD_MODEL", "default") or "default",
+            api_key=_secret("REPLYGUARD_MODEL_KEY"),
+            timeout=_seconds("REPLYGUARD_MODEL_TIMEOUT_SECONDS", 20).total_seconds(),
+        )

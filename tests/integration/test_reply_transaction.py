@@ -48,7 +48,11 @@ def test_reply_cancels_every_queued_step_of_that_lead_only(app: App, clock: Fixe
     assert payload["product"] == REPORTS
     assert payload["campaigns"] == ["Q1 reporting outreach"]
     assert payload["lead"]["email"] == PRIYA
-    assert len(payload["thread"]) == 1
+    assert payload["thread"]["id"] == outcome.thread_id
+    # A reply without a subject of its own is shown under the subject of our last email.
+    assert payload["subject"] == "Quick question about Fernhollow's reporting"
+    assert payload["kind"] == "human_reply"
+    assert payload["other_active_products"][0]["product"] == FORECASTING
     assert recipient == "dana@northwind-analytics.test"
 
     run_days(app, clock, 9)
@@ -78,6 +82,7 @@ def test_a_crash_inside_the_reply_transaction_leaves_neither(app: App) -> None:
     with app.uow() as uow:
         assert uow.session.scalar(select(func.count()).select_from(m.Reply)) == 0
         assert uow.session.scalar(select(func.count()).select_from(m.Notice)) == 0
+        assert uow.session.scalar(select(func.count()).select_from(m.RescueThread)) == 0
     assert lead_state(app, PRIYA, REPORTS) == "active"
     assert step_counts(app, PRIYA, REPORTS) == before
 
@@ -136,7 +141,9 @@ def test_out_of_office_pauses_and_the_sequence_resumes_after_the_return_date(
     marc = "marc.keller@brightline-logistics.test"
     outcome = reply(app, marc, REPORTS, ReplyKind.OUT_OF_OFFICE, back=date(2026, 12, 16))
     assert outcome.lead_state == "out_of_office"
-    assert outcome.cancelled == 0 and outcome.rescheduled == 2
+    # An absence is the person's: the Forecasting sequence waits too (2 + 1 steps moved).
+    assert outcome.cancelled == 0 and outcome.rescheduled == 3
+    assert lead_state(app, marc, FORECASTING) == "out_of_office"
     with app.uow() as uow:
         lead = find_lead(uow, marc, REPORTS)
         dues = uow.session.scalars(

@@ -18,6 +18,8 @@ from replyguard.domain.addresses import (
     check_header_value,
     normalize_address,
 )
+from replyguard.domain.drafts import DRAFT_FIELDS
+from replyguard.domain.intent import Intent
 from replyguard.domain.schedule import ScheduleError, SendWindow, load_zone, parse_duration
 from replyguard.domain.templates import TemplateError, check_variables
 
@@ -46,6 +48,8 @@ class CampaignSpec:
     window: SendWindow
     daily_cap: int
     steps: tuple[StepSpec, ...]
+    #: Draft templates by intent (`[campaign.drafts]`), replacing the defaults of domain/drafts.py.
+    drafts: tuple[tuple[str, str], ...] = ()
 
 
 _TOP_KEYS = {"product", "campaign"}
@@ -58,6 +62,7 @@ _CAMPAIGN_KEYS = {
     "send_window",
     "daily_cap",
     "steps",
+    "drafts",
 }
 _WINDOW_KEYS = {"days", "start", "end"}
 _STEP_KEYS = {"wait", "subject", "body", "approval"}
@@ -113,9 +118,29 @@ def _build(data: dict[str, Any], extra_fields: set[str]) -> CampaignSpec:
     if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
         raise CampaignSpecError(f"campaign.daily_cap: expected a whole number of at least 1, got {cap!r}")
     steps = _steps(campaign.get("steps"), extra_fields)
+    drafts = _drafts(campaign.get("drafts"), extra_fields)
     return CampaignSpec(
-        product.strip(), name.strip(), mailbox, from_name, owner, timezone, window, cap, steps
+        product.strip(), name.strip(), mailbox, from_name, owner, timezone, window, cap, steps, drafts
     )
+
+
+def _drafts(raw: Any, extra_fields: set[str]) -> tuple[tuple[str, str], ...]:
+    """`[campaign.drafts]`: intent name = template. Validated like the steps' templates."""
+    if raw is None:
+        return ()
+    where = "campaign.drafts"
+    if not isinstance(raw, dict):
+        raise CampaignSpecError(
+            f'{where}: expected a table like {{ interested = "Hi {{{{ first_name }}}}..." }}'
+        )
+    _unknown(where, raw, {i.value for i in Intent})
+    drafts = []
+    for intent in sorted(raw):
+        text = _text(raw, intent, where)
+        assert text is not None
+        check_variables(text, f"{where}.{intent}", extra_fields | DRAFT_FIELDS)
+        drafts.append((intent, text))
+    return tuple(drafts)
 
 
 def _zone_name(name: str) -> str:

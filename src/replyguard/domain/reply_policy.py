@@ -23,8 +23,18 @@ class ReplyEffect:
     hold_reason: str | None = None
     suppress: Suppress = Suppress.NONE
     notify: bool = False
-    every_product: bool = False  # unsubscribe applies to every lead of the contact
+    every_product: bool = False  # applies to every lead of the contact (see CONTACT_WIDE)
     recommendation: str = ""
+
+
+#: Kinds that concern the person, not one product: they apply to every lead of the contact.
+#: An unsubscribe stops them all; an absence pauses them all (each resumes on its own). A human
+#: reply stays with its own product: the thread shows the others for a person to decide.
+CONTACT_WIDE: frozenset[ReplyKind] = frozenset({ReplyKind.UNSUBSCRIBE, ReplyKind.OUT_OF_OFFICE})
+
+
+def contact_wide(kind: ReplyKind) -> bool:
+    return kind in CONTACT_WIDE
 
 
 def _move(current: ReplyState, target: ReplyState) -> ReplyState | None:

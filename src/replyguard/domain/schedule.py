@@ -125,3 +125,23 @@ def shift_after_pause(
         return [window.next_open(d, zone) for d in dues]
     delta = window.next_open(paused_until, zone) - first
     return [window.next_open(d + delta, zone) for d in dues]
+
+
+def replan(
+    waits: list[timedelta], last_sent: datetime | None, now: datetime, window: SendWindow, zone: ZoneInfo
+) -> list[datetime]:
+    """Due times for the remaining steps of a sequence that a person resumes at `now`.
+
+    `waits` are the remaining steps' waits, in order. The first keeps its wait after the last
+    email that really went out (`last_sent`; the enrollment's start when none did) but is never
+    due before `now`; each later one keeps its wait after the one before. Every due time lies
+    inside the send window in `zone`.
+    """
+    dues: list[datetime] = []
+    previous = last_sent
+    for wait in waits:
+        earliest = now if previous is None else max(now, previous + wait)
+        due = window.next_open(earliest, zone)
+        dues.append(due)
+        previous = due
+    return dues

@@ -52,7 +52,9 @@ _PERSON_ONLY: dict[ReplyState, frozenset[ReplyState]] = {
     _R.ACTIVE: frozenset({_R.STOPPED}),
     _R.OUT_OF_OFFICE: frozenset({_R.STOPPED}),
     _R.HELD: frozenset({_R.ACTIVE, _R.STOPPED, _R.OUT_OF_OFFICE}),
-    _R.REPLIED: frozenset({_R.ACTIVE, _R.STOPPED}),
+    # OUT_OF_OFFICE and HELD: "not a reply" restores the state the reply found, and a person may
+    # take a headerless absence note for what it is ("pause until DATE").
+    _R.REPLIED: frozenset({_R.ACTIVE, _R.STOPPED, _R.OUT_OF_OFFICE, _R.HELD}),
     _R.BOUNCED: frozenset({_R.ACTIVE, _R.STOPPED}),
     _R.UNSUBSCRIBED: frozenset(),  # an unsubscribe is never undone by this system
     _R.STOPPED: frozenset({_R.ACTIVE}),
@@ -107,9 +109,45 @@ _STEP_MOVES: dict[StepState, frozenset[StepState]] = {
 }
 
 
-def check_step_move(current: StepState, target: StepState) -> None:
-    if target not in _STEP_MOVES[current]:
-        raise IllegalTransition(f"a step cannot go from {current} to {target}")
+# Extra moves only a person may make (see `revivable` and docs/architecture.md, "Resume"):
+# bringing back a step a reply or a stop cancelled before it was ever handed over, and sending
+# again a step whose unknown outcome a person checked and found not sent.
+_PERSON_STEP_MOVES: dict[StepState, frozenset[StepState]] = {
+    _S.CANCELLED: frozenset({_S.SCHEDULED, _S.AWAITING_APPROVAL}),
+    _S.UNKNOWN: frozenset({_S.SCHEDULED}),
+}
+
+
+def check_step_move(current: StepState, target: StepState, actor: Actor = Actor.SYSTEM) -> None:
+    moves = _STEP_MOVES[current]
+    if actor is Actor.PERSON:
+        moves = moves | _PERSON_STEP_MOVES.get(current, frozenset())
+    if target not in moves:
+        raise IllegalTransition(f"a step cannot go from {current} to {target} by {actor}")
+
+
+#: Why a step may have been cancelled and still be brought back by a person's resume: a
+#: reply's cancellation (`reply:<kind>`), a person's stop, and the worker's refusal at its
+#: re-check (the lead had just replied or been stopped). Nothing else: a person who checked an
+#: unknown outcome, a bounce or an unsubscribe said something about the address itself.
+REVIVABLE_REASONS = ("reply:human_reply", "reply:out_of_office", "stopped by a person", "refused")
+
+
+def revivable(
+    state: StepState, *, cancel_reason: str | None, cancel_requested: bool, handed_over: bool
+) -> bool:
+    """May a person's resume bring this step back (CANCELLED -> SCHEDULED)?
+
+    Only a step cancelled while it was still queued: `cancel_requested` marks a step that a
+    reply found SENDING (it may have gone out), and `handed_over` says a transport has seen it
+    (an outbound message that was not refused before acceptance). Such a step is never resent.
+    """
+    return (
+        state is StepState.CANCELLED
+        and not cancel_requested
+        and not handed_over
+        and (cancel_reason or "") in REVIVABLE_REASONS
+    )
 
 
 class EnrollmentState(enum.StrEnum):
@@ -135,3 +173,24 @@ class SendRefusal:
 
     reason: str
     cancel: bool  # True: the step is cancelled; False: it goes back to wait (pause, hold)
+
+
+class ThreadState(enum.StrEnum):
+    """A rescue thread: waiting for a person (open), put aside until a time, or done."""
+
+    OPEN = "open"
+    SNOOZED = "snoozed"
+    DONE = "done"
+
+
+_T = ThreadState
+_THREAD_MOVES: dict[ThreadState, frozenset[ThreadState]] = {
+    _T.OPEN: frozenset({_T.OPEN, _T.SNOOZED, _T.DONE}),
+    _T.SNOOZED: frozenset({_T.OPEN, _T.SNOOZED, _T.DONE}),
+    _T.DONE: frozenset({_T.OPEN}),  # a new message, or a person reopening it
+}
+
+
+def check_thread_move(current: ThreadState, target: ThreadState) -> None:
+    if target not in _THREAD_MOVES[current]:
+        raise IllegalTransition(f"a thread cannot go from {current} to {target}")

@@ -24,6 +24,7 @@ NAMES = (
     "after_transport",
     "before_record_commit",
     "inside_reply_tx",
+    "after_notice_sent",  # a notice reached its channel; its delivery is not recorded yet
 )
 
 

@@ -171,6 +171,7 @@ def _apply(uow: UnitOfWork, app: App, row: m.InboundMessage, c: Classification, 
                 inbound_message_id=row.id,
                 left_company=c.left_company,
                 new_contact=c.new_contact,
+                references=tuple(r for r in (c.in_reply_to, *c.references) if r),
             ),
             app.settings,
             app.failpoints,
@@ -185,6 +186,8 @@ def _apply(uow: UnitOfWork, app: App, row: m.InboundMessage, c: Classification, 
             subject=c.subject,
             text=c.reply_text,
             why=", ".join(match.evidence),
+            settings=app.settings,
+            received_at=_received(row, c),
         )
         row.status = "probable"
     else:

@@ -1,8 +1,9 @@
 """THE reply transaction (invariant 2): one function, one database transaction.
 
 `record_reply` locks the lead row(s), writes the reply, moves the reply state, cancels every
-queued step (or moves them after an out-of-office pause), suppresses addresses, and writes the
-events and the hand-off notice — and commits all of it together, or nothing. There is no
+queued step (or moves them after an out-of-office pause, in every product of the contact),
+suppresses addresses, writes the events, and hands the lead to a person: its rescue thread and
+the thread's notice in the outbox (`threads.open_thread`) — all committed together, or nothing. There is no
 background cleanup: when this function returns, no step of the lead can be claimed any more,
 and any worker that already holds one will be refused at its re-check under the same lock.
 """
@@ -17,6 +18,7 @@ from sqlalchemy import select, update
 
 from replyguard.adapters.db import models as m
 from replyguard.domain import reply_policy
+from replyguard.domain.next_step import CROSSED_WINDOW, ThreadKind
 from replyguard.domain.reply_policy import ReplyEffect, Suppress
 from replyguard.domain.schedule import load_zone, shift_after_pause
 from replyguard.domain.states import (
@@ -27,6 +29,7 @@ from replyguard.domain.states import (
     StepState,
     check_reply_move,
 )
+from replyguard.service_layer import threads
 from replyguard.service_layer.enrollment import campaign_window
 from replyguard.service_layer.failpoints import Failpoints
 from replyguard.service_layer.leads import contact_addresses
@@ -47,6 +50,7 @@ class IncomingReply:
     inbound_message_id: int | None = None
     left_company: bool = False
     new_contact: str | None = None  # "please contact ... instead", from a left-company notice
+    references: tuple[str, ...] = ()  # In-Reply-To and References: which of our emails they saw
 
 
 @dataclass
@@ -58,6 +62,7 @@ class ReplyOutcome:
     in_flight: int = 0
     crossed: list[str] = field(default_factory=list)
     notice_id: int | None = None
+    thread_id: int | None = None
     other_products: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -69,8 +74,8 @@ def record_reply(
     failpoints: Failpoints | None = None,
 ) -> ReplyOutcome:
     """Record `reply` for the lead and apply its whole effect. The caller commits."""
-    if reply.kind is ReplyKind.UNSUBSCRIBE:
-        # Unsubscribes touch every lead of the contact (locked in id order).
+    if reply_policy.contact_wide(reply.kind):
+        # Unsubscribes and absences touch every lead of the contact (locked in id order).
         contact_id = uow.session.get_one(m.Lead, lead_id).contact_id
         contact_leads = _contact_lead_ids(uow, contact_id)
         uow.lock_leads(contact_leads)
@@ -88,16 +93,20 @@ def record_reply(
         back_at = datetime.combine(reply.return_date, time(0), tzinfo=zone)
     addresses = contact_addresses(uow, contact.id)
     bounced = (reply.from_address or "").lower()
-    effect = reply_policy.decide(
-        reply.kind,
-        ReplyState(lead.reply_state),
-        now=now,
-        back_at=back_at,
-        default_pause=settings.default_pause,
-        max_pause=settings.max_pause,
-        left_company=reply.left_company,
-        other_address=any(a != bounced for a in addresses) if bounced else len(addresses) > 1,
-    )
+
+    def decide(state: str) -> ReplyEffect:
+        return reply_policy.decide(
+            reply.kind,
+            ReplyState(state),
+            now=now,
+            back_at=back_at,
+            default_pause=settings.default_pause,
+            max_pause=settings.max_pause,
+            left_company=reply.left_company,
+            other_address=any(a != bounced for a in addresses) if bounced else len(addresses) > 1,
+        )
+
+    effect = decide(lead.reply_state)
     row = m.Reply(
         workspace_id=uow.workspace_id,
         lead_id=lead.id,
@@ -117,16 +126,62 @@ def record_reply(
     if failpoints is not None:
         failpoints.hit("inside_reply_tx")
     outcome = ReplyOutcome(reply_id=row.id, lead_state=lead.reply_state)
-    targets = contact_leads if effect.every_product else [lead.id]
-    for target_id in targets:
+    waiting: list[tuple[m.Lead, ReplyEffect, str]] = []
+    for target_id in contact_leads:
         target = lead if target_id == lead.id else uow.session.get_one(m.Lead, target_id)
-        _apply(uow, target, row, effect, reply, outcome)
+        target_effect = effect if target is lead else decide(target.reply_state)
+        before = target.reply_state
+        _apply(uow, target, row, target_effect, reply, outcome)
+        # The matched lead's thread tells about the reply; another product gets a thread of its
+        # own only when it now waits for a person too (an absence past the pause limit).
+        if target_effect.notify and (target is lead or target_effect.new_state is ReplyState.HELD):
+            waiting.append((target, target_effect, before))
     outcome.lead_state = lead.reply_state
     _suppress(uow, effect.suppress, addresses, bounced, reply.kind)
     outcome.other_products = _other_products(uow, contact.id, lead.id)
-    if effect.notify:
-        outcome.notice_id = _notice(uow, lead, contact, row, effect, outcome, reply)
+    # The hand-off: a rescue thread and its notice (the outbox entry) for every lead that now
+    # waits for a person, in this same transaction.
+    _hand_over(uow, row, reply, waiting, outcome, settings)
     return outcome
+
+
+def _hand_over(
+    uow: UnitOfWork,
+    row: m.Reply,
+    reply: IncomingReply,
+    waiting: list[tuple[m.Lead, ReplyEffect, str]],
+    outcome: ReplyOutcome,
+    settings: Settings,
+) -> None:
+    for target, effect, before in waiting:
+        mine = target.id == row.lead_id
+        crossed = mine and (
+            bool(outcome.crossed or outcome.in_flight)
+            or _crossed_before(uow, target.id, reply.received_at, reply.references)
+        )
+        ref = threads.open_thread(
+            uow.session,
+            workspace_id=uow.workspace_id,
+            now=uow.clock.now(),
+            lead_id=target.id,
+            handoff=threads.Handoff(
+                kind=threads.thread_kind(reply.kind, reply.left_company),
+                reason=effect.hold_reason,
+                reply_id=row.id,
+                text=reply.text,
+                subject=reply.subject,
+                evidence=reply.evidence,
+                received_at=reply.received_at,
+                inbound_message_id=reply.inbound_message_id,
+                state_before=before,
+                new_contact=reply.new_contact,
+                absent_until=reply.return_date,
+                crossed=crossed,
+            ),
+            settings=settings,
+        )
+        if mine:
+            outcome.thread_id, outcome.notice_id = ref.id, ref.notice_id
 
 
 def _apply(
@@ -202,6 +257,24 @@ def _crossed(uow: UnitOfWork, lead_id: int, received_at: datetime) -> list[str]:
     for step in rows:
         step.crossed = True
     return [s.message_id for s in rows]
+
+
+def _crossed_before(
+    uow: UnitOfWork, lead_id: int, received_at: datetime, references: tuple[str, ...]
+) -> bool:
+    """One of our emails went out shortly before the reply arrived, and the reply does not
+    reference it: they wrote without having seen it. Unknowable without their references."""
+    if not references:
+        return False
+    seen = {r.strip().lower() for r in references}
+    recent = uow.session.scalars(
+        select(m.Step.message_id).where(
+            m.Step.lead_id == lead_id,
+            m.Step.state == StepState.SENT,
+            m.Step.sent_at >= received_at - CROSSED_WINDOW,
+        )
+    ).all()
+    return any(mid.lower() not in seen for mid in recent)
 
 
 def pause_steps(uow: UnitOfWork, lead: m.Lead, until: datetime) -> int:
@@ -289,68 +362,6 @@ def _other_products(uow: UnitOfWork, contact_id: int, lead_id: int) -> list[dict
     return [{"product": name, "reply_state": state} for name, state in rows]
 
 
-def _notice(
-    uow: UnitOfWork,
-    lead: m.Lead,
-    contact: m.Contact,
-    reply: m.Reply,
-    effect: ReplyEffect,
-    outcome: ReplyOutcome,
-    incoming: IncomingReply,
-) -> int:
-    """The hand-off: product, campaign, lead, thread and subject — enough to act."""
-    product = uow.session.get_one(m.Product, lead.product_id)
-    enrollment_rows = uow.session.execute(
-        select(m.Campaign.name, m.Campaign.owner, m.Enrollment.id)
-        .join(m.Enrollment, m.Enrollment.campaign_id == m.Campaign.id)
-        .where(m.Enrollment.lead_id == lead.id)
-        .order_by(m.Enrollment.id)
-    ).all()
-    thread = list(
-        uow.session.scalars(
-            select(m.Step.message_id)
-            .where(m.Step.lead_id == lead.id, m.Step.state == StepState.SENT)
-            .order_by(m.Step.sent_at)
-        )
-    )
-    address = contact_addresses(uow, contact.id)[0]
-    recipient = enrollment_rows[0][1] if enrollment_rows else (contact.owner or "owner@unknown.invalid")
-    payload: dict[str, Any] = {
-        "product": product.name,
-        "campaigns": [name for name, _, _ in enrollment_rows],
-        "lead": {
-            "email": address,
-            "name": f"{contact.first_name} {contact.last_name}".strip(),
-            "company": contact.company,
-            "state": lead.reply_state,
-        },
-        "kind": reply.kind,
-        "subject": reply.subject,
-        "text": reply.text,
-        "thread": thread,
-        "cancelled_steps": outcome.cancelled,
-        "crossed": outcome.crossed,
-        "in_flight": outcome.in_flight,
-        "hold_reason": effect.hold_reason,
-        "new_contact": incoming.new_contact,
-        "recommendation": effect.recommendation,
-        "other_products": outcome.other_products,
-    }
-    notice = m.Notice(
-        workspace_id=uow.workspace_id,
-        lead_id=lead.id,
-        reply_id=reply.id,
-        recipient=recipient,
-        kind=f"reply:{reply.kind}",
-        payload=payload,
-        created_at=uow.clock.now(),
-    )
-    uow.session.add(notice)
-    uow.session.flush()
-    uow.add_event("notice_created", lead_id=lead.id, notice_id=notice.id, recipient=recipient)
-    return notice.id
-
-
 def hold_probable(
     uow: UnitOfWork,
     lead_ids: tuple[int, ...],
@@ -360,9 +371,12 @@ def hold_probable(
     subject: str,
     text: str,
     why: str,
+    settings: Settings | None = None,
+    received_at: datetime | None = None,
 ) -> int:
     """A message that probably answers us but cannot be proven to: hold every candidate lead
-    (their steps wait, nothing is cancelled) and ask a person. Returns how many were held."""
+    (their steps wait, nothing is cancelled) and ask a person in one thread for the message.
+    Returns how many were held."""
     uow.lock_leads(lead_ids)
     held, candidates = 0, []
     first_lead: int | None = None
@@ -374,14 +388,13 @@ def hold_probable(
         contact = uow.session.get_one(m.Contact, lead.contact_id)
         product = uow.session.get_one(m.Product, lead.product_id)
         first_lead = first_lead or lead.id
-        candidates.append(
-            {
-                "lead_id": lead.id,
-                "email": contact_addresses(uow, contact.id)[0],
-                "product": product.name,
-                "state": lead.reply_state,
-            }
-        )
+        candidate = {
+            "lead_id": lead.id,
+            "email": contact_addresses(uow, contact.id)[0],
+            "product": product.name,
+            "state": lead.reply_state,
+            "held": False,
+        }
         if lead.reply_state in (ReplyState.ACTIVE, ReplyState.OUT_OF_OFFICE):
             check_reply_move(ReplyState(lead.reply_state), ReplyState.HELD, Actor.SYSTEM)
             lead.reply_state, lead.reply_state_updated_at = ReplyState.HELD, uow.clock.now()
@@ -389,35 +402,26 @@ def hold_probable(
             uow.add_event(
                 "probable_reply_held", lead_id=lead.id, inbound_id=inbound_id, sender=sender, why=why
             )
+            candidate["held"] = True
             held += 1
+        candidates.append(candidate)
     if first_lead is not None:
-        uow.session.add(
-            m.Notice(
-                workspace_id=uow.workspace_id,
-                lead_id=first_lead,
-                reply_id=None,
-                recipient=_owner_of(uow, first_lead),
-                kind="probable_reply",
-                payload={
-                    "sender": sender,
-                    "subject": subject,
-                    "text": text[:5000],
-                    "why": why,
-                    "inbound_id": inbound_id,
-                    "candidates": candidates,
-                    "recommendation": "Confirm which lead this answers, or none; held leads send nothing.",
-                },
-                created_at=uow.clock.now(),
-            )
+        threads.open_thread(
+            uow.session,
+            workspace_id=uow.workspace_id,
+            now=uow.clock.now(),
+            lead_id=first_lead,
+            handoff=threads.Handoff(
+                kind=ThreadKind.PROBABLE_REPLY,
+                reason=f"probable reply from {sender} ({why})",
+                text=text[:20000],
+                subject=subject,
+                evidence=tuple(w.strip() for w in why.split(",") if w.strip()),
+                received_at=received_at or uow.clock.now(),
+                inbound_message_id=inbound_id,
+                candidates=tuple(candidates),
+                sender=sender,
+            ),
+            settings=settings or Settings(),
         )
     return held
-
-
-def _owner_of(uow: UnitOfWork, lead_id: int) -> str:
-    owner = uow.session.scalar(
-        select(m.Campaign.owner)
-        .join(m.Enrollment, m.Enrollment.campaign_id == m.Campaign.id)
-        .where(m.Enrollment.lead_id == lead_id)
-        .limit(1)
-    )
-    return owner or "owner@unknown.invalid"

@@ -14,6 +14,7 @@ from replyguard.adapters.transports.base import Transport
 from replyguard.bootstrap import App
 from replyguard.domain.addresses import domain_of
 from replyguard.domain.message_ids import unsubscribe_token
+from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.schedule import SendWindow
 from replyguard.domain.states import ReplyState, StepState
@@ -200,6 +201,22 @@ class WorkerBase:
             ).rowcount
             if held:
                 self._event(conn, "lead_held", lead_id, step_id, reason="unknown send outcome")
+        # A person must check it: the step shows in the lead's rescue thread (opened if needed).
+        from replyguard.service_layer.threads import Handoff, open_thread_on
+
+        open_thread_on(
+            conn,
+            workspace_id=self.ws,
+            now=now,
+            lead_id=lead_id,
+            handoff=Handoff(
+                kind=ThreadKind.UNKNOWN_OUTCOME,
+                reason=f"a send's outcome is unknown ({detail[:200]})",
+                step_id=step_id,
+                subject=conn.execute(select(S.c.subject).where(S.c.id == step_id)).scalar(),
+            ),
+            settings=self.app.settings,
+        )
 
     def _event(
         self, conn: Connection, kind: str, lead_id: int | None, step_id: int | None, /, **data: Any

@@ -270,19 +270,120 @@ class Suppression(Base):
     created_at: Mapped[datetime]
 
 
+class RescueThread(Base):
+    """The hand-off of one lead (or one probable reply) to a person: everything needed to act.
+
+    Written in the same transaction as whatever made the lead wait (a reply, a hold, an unknown
+    send outcome). A lead has at most one thread that is not done (`service_layer/threads.py`);
+    a probable reply has its own thread, keyed by its inbound message. The conversation itself
+    is read from steps, replies and person_sends; the columns here are its latest summary.
+    """
+
+    __tablename__ = "threads"
+    __table_args__ = (
+        Index("ix_threads_workspace_state", "workspace_id", "state"),
+        Index("ix_threads_lead_state", "lead_id", "state"),
+    )
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    lead_id: Mapped[int] = mapped_column(ForeignKey("leads.id"))
+    product_id: Mapped[int] = mapped_column(ForeignKey("products.id"), index=True)
+    contact_id: Mapped[int] = mapped_column(ForeignKey("contacts.id"))
+    mailbox_id: Mapped[int | None] = mapped_column(ForeignKey("mailboxes.id"))
+    kind: Mapped[str] = mapped_column(String(30))
+    subject: Mapped[str | None] = mapped_column(Text)
+    reply_id: Mapped[int | None] = mapped_column(ForeignKey("replies.id"))
+    inbound_message_id: Mapped[int | None] = mapped_column(ForeignKey("inbound_messages.id"), index=True)
+    step_id: Mapped[int | None] = mapped_column(ForeignKey("steps.id"))
+    text: Mapped[str | None] = mapped_column(Text)
+    evidence: Mapped[list[str]] = mapped_column(JSON, default=list)
+    intent: Mapped[str | None] = mapped_column(String(30))
+    intent_data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    next_step: Mapped[str] = mapped_column(Text, default="")
+    actions: Mapped[list[str]] = mapped_column(JSON, default=list)
+    crossed: Mapped[bool] = mapped_column(Boolean, default=False)
+    reason: Mapped[str | None] = mapped_column(Text)
+    candidates: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    # The lead's state before the machine handed it over: what "not a reply" restores.
+    state_before: Mapped[str | None] = mapped_column(String(20))
+    owner: Mapped[str] = mapped_column(String(320))
+    assignee: Mapped[str | None] = mapped_column(String(320))
+    state: Mapped[str] = mapped_column(String(20), default="open")
+    snoozed_until: Mapped[datetime | None]
+    # A model's draft (and its reading of the intent), written after commit, never in the
+    # reply transaction. None: no model asked; "pending", "done" or "failed".
+    model_state: Mapped[str | None] = mapped_column(String(20))
+    model_intent: Mapped[str | None] = mapped_column(String(30))
+    draft_body: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class PersonSend(Base):
+    """An email a person sent from a rescue thread. `idempotency_key` makes a double submit one
+    email; the row is written (state `sending`) before the transport is called."""
+
+    __tablename__ = "person_sends"
+    __table_args__ = (UniqueConstraint("workspace_id", "idempotency_key"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    thread_id: Mapped[int] = mapped_column(ForeignKey("threads.id"), index=True)
+    lead_id: Mapped[int] = mapped_column(ForeignKey("leads.id"))
+    mailbox_id: Mapped[int] = mapped_column(ForeignKey("mailboxes.id"))
+    idempotency_key: Mapped[str] = mapped_column(String(64))
+    message_id: Mapped[str] = mapped_column(String(300), unique=True)
+    to_address: Mapped[str] = mapped_column(String(320))
+    subject: Mapped[str] = mapped_column(Text)
+    body: Mapped[str] = mapped_column(Text)
+    in_reply_to: Mapped[str | None] = mapped_column(Text)
+    references: Mapped[str | None] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(20))  # sending | sent | failed | unknown
+    sent_by: Mapped[str] = mapped_column(String(320))
+    detail: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    sent_at: Mapped[datetime | None]
+
+
 class Notice(Base):
-    """A hand-off to a person: everything needed to act on a reply."""
+    """A hand-off notice, and the transactional outbox it is delivered from.
+
+    Written in the same transaction as its thread; delivered after commit by
+    `service_layer/notices.py` to every configured channel (one `notice_deliveries` row each).
+    `done_at` is set once no channel has anything left to try.
+    """
 
     __tablename__ = "notices"
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
     lead_id: Mapped[int] = mapped_column(ForeignKey("leads.id"), index=True)
     reply_id: Mapped[int | None] = mapped_column(ForeignKey("replies.id"))
+    thread_id: Mapped[int | None] = mapped_column(ForeignKey("threads.id"), index=True)
     recipient: Mapped[str] = mapped_column(String(320))
     kind: Mapped[str] = mapped_column(String(30))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime]
     read_at: Mapped[datetime | None]
+    done_at: Mapped[datetime | None] = mapped_column(index=True)
+
+
+class NoticeDelivery(Base):
+    """One notice on one channel: retried with backoff until delivered or given up."""
+
+    __tablename__ = "notice_deliveries"
+    __table_args__ = (
+        UniqueConstraint("notice_id", "channel"),
+        Index("ix_notice_deliveries_due", "state", "next_attempt_at"),
+    )
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    notice_id: Mapped[int] = mapped_column(ForeignKey("notices.id"))
+    channel: Mapped[str] = mapped_column(String(20))
+    state: Mapped[str] = mapped_column(String(20), default="pending")  # pending | delivered | failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime]
+    lease_until: Mapped[datetime | None]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    delivered_at: Mapped[datetime | None]
 
 
 class Event(Base):

@@ -269,16 +269,26 @@ def leads_show(
 def _person_move(ctx: typer.Context, email: str, product: str, target: str, why: str) -> None:
     from replyguard.domain.states import IllegalTransition, ReplyState
     from replyguard.service_layer.actions import set_lead_state
-    from replyguard.service_layer.leads import LeadNotFound
+    from replyguard.service_layer.leads import LeadNotFound, find_lead
+    from replyguard.service_layer.replan import revive_and_replan
 
     instance = open_app(ctx)
+    planned = []
     try:
         with instance.uow() as uow:
             before = set_lead_state(uow, email, product, ReplyState(target), why=why)
+            if target == ReplyState.ACTIVE:
+                # A person's resume brings back what a reply cancelled before it ever left.
+                planned = revive_and_replan(uow, find_lead(uow, email, product).id, uow.clock.now())
             uow.commit()
     except (LeadNotFound, IllegalTransition) as exc:
         fail(str(exc))
     out.print(escape(f"{email} in {product}: {before} -> {target}"))
+    for step in planned:
+        out.print(
+            escape(f"  step {step.position} of {step.campaign}: '{step.subject}'")
+            + f" at {step.due_at:%a %d %b %H:%M} UTC"
+        )
 
 
 @leads_app.command("stop")
@@ -599,6 +609,11 @@ from replyguard.entrypoints.cli import listen_cmd, poll_cmd, serve_cmd  # noqa: 
 serve_cmd.register(app)
 listen_cmd.register(app)
 poll_cmd.register(app)
+
+from replyguard.entrypoints.cli import notify_cmd, threads_cmd  # noqa: E402
+
+threads_cmd.register(app)
+notify_cmd.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -79,8 +79,21 @@ def run_demo(db_url: str, examples: Path, outbox: Path, out: Console) -> int:
         sent += worker.run_once().sent
     out.print(f"\n{sent} emails sent into [bold]{outbox}/new[/] (open any .eml with a mail client)\n")
     _table(app, out)
+    _open_threads(app, out)
     app.close()
     return 0
+
+
+def _open_threads(app: object, out: Console) -> None:
+    """Where automation stopped and a person takes over: the Reply Rescue inbox."""
+    from replyguard.bootstrap import App
+    from replyguard.entrypoints.cli.threads_cmd import print_table
+    from replyguard.service_layer.thread_views import list_threads
+
+    assert isinstance(app, App)
+    with app.uow() as uow:
+        items = list_threads(uow, app.settings, state="open")
+    print_table(items, "Reply Rescue: open threads (replyguard threads show ID)")
 
 
 def _t(clock: FixedClock) -> str:
@@ -101,7 +114,11 @@ def _reply(app: object, email: str, product: str, kind: ReplyKind, back: date | 
                 received_at=app.clock.now(),
                 return_date=back,
                 source="demo",
-                text="Sounds interesting — can we talk Thursday?" if back is None else "I am away",
+                text=(
+                    "Sounds interesting — can we talk Thursday? Also, how does pricing work for a team of 12?"
+                    if back is None
+                    else "I am out of the office until 21 December."
+                ),
             ),
             app.settings,
         )

@@ -1,0 +1,64 @@
+"""The notice channel port: hand one notice to one place a person reads, say whether it arrived.
+
+Every channel is at-least-once: a delivery whose success was not recorded (a crash, a lost
+answer) is tried again with the same `uid`, which each channel passes on (webhook-id,
+Message-ID, the Slack text) so that the receiver can drop the second copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeMessage:
+    uid: str  # stable id for receivers to deduplicate by
+    recipient: str  # the thread's owner (or assignee)
+    sender_address: str  # the thread's mailbox, for the email channel
+    created_at: datetime
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelResult:
+    delivered: bool
+    detail: str = ""
+
+
+class NoticeChannel(Protocol):
+    name: str
+
+    def deliver(self, notice: NoticeMessage, now: datetime) -> ChannelResult:
+        """Deliver once. Never raises for delivery problems: they are a failed ChannelResult."""
+        ...
+
+
+def headline(payload: dict[str, Any]) -> str:
+    """One line: product, lead, what happened."""
+    lead = payload.get("lead") or {}
+    who = lead.get("name") or lead.get("email") or "a lead"
+    what = payload.get("intent_label") or str(payload.get("kind") or "").replace("_", " ")
+    return f"{payload.get('product')}: {who} <{lead.get('email')}> — {what}"
+
+
+def summary_text(payload: dict[str, Any]) -> str:
+    """The plain-text notice every channel carries: enough to act without opening anything."""
+    thread = payload.get("thread") or {}
+    lines = [
+        headline(payload),
+        f"Campaign: {', '.join(payload.get('campaigns') or []) or '-'}",
+        f"Subject: {payload.get('subject') or '-'}",
+        f"Next step: {payload.get('recommended_next_step')}",
+    ]
+    if payload.get("crossed"):
+        lines.append("Crossed: one of our emails went out as they replied.")
+    for other in payload.get("other_active_products") or []:
+        lines.append(
+            f"Also a lead of {other['product']} ({other['state']}), next email {other['next_step_at']}"
+        )
+    if payload.get("text"):
+        lines += ["", str(payload["text"])[:2000]]
+    lines += ["", f"Thread {thread.get('id')}: {thread.get('url')}"]
+    return "\n".join(lines)

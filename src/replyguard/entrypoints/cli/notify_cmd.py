@@ -1,0 +1,70 @@
+"""`replyguard notify [--once]`: deliver the notice outbox (and the model's drafts, when a model
+is configured). A long-running loop like the worker's, stopped cleanly by SIGTERM or Ctrl-C."""
+
+from __future__ import annotations
+
+import signal
+import time
+from typing import Annotated
+
+import typer
+
+from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app, out
+
+
+def register(app: typer.Typer) -> None:
+    app.command("notify")(notify)
+
+
+def notify(
+    ctx: typer.Context,
+    once: Annotated[bool, typer.Option("--once", help="Deliver what is due now, then exit.")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Deliver notices to the owner (email), a signed webhook and a Slack-compatible webhook."""
+    from replyguard.adapters.notices import make_channels
+    from replyguard.service_layer.notice_delivery import NoticeDelivery, run_forever, undelivered
+    from replyguard.settings import ModelSettings, NotifySettings
+
+    try:
+        settings, model = NotifySettings.from_env(), ModelSettings.from_env()
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    instance = open_app(ctx, running_clock=not once)
+    try:
+        channels = make_channels(settings, instance.transport if settings.email else None)
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    if not channels:
+        fail("no notice channel: REPLYGUARD_NOTIFY_EMAIL=0 and no webhook configured", code=2)
+    drafts = None
+    if model.url is not None:
+        from replyguard.adapters.model_client import ModelClient
+        from replyguard.service_layer.drafting import draft_pending
+
+        client = ModelClient(model.url, model.model, model.api_key, model.timeout)
+
+        def drafts() -> int:
+            return draft_pending(instance, client)
+
+    delivery = NoticeDelivery(instance, channels, settings, before_pass=drafts)
+    if once:
+        report = delivery.run_once()
+    else:
+        stopping = {"now": False}
+
+        def _stop(_signum: int, _frame: object) -> None:
+            stopping["now"] = True
+
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+        err.print(f"delivering notices to {', '.join(c.name for c in channels)}; Ctrl-C stops")
+        report = run_forever(delivery, lambda: stopping["now"], time.sleep)
+    left = undelivered(instance)
+    instance.close()
+    summary = {**vars(report), "waiting": sum(1 for d in left if d["state"] == "pending")}
+    summary["given_up_total"] = sum(1 for d in left if d["state"] == "failed")
+    if as_json:
+        emit_json(summary)
+    else:
+        out.print(", ".join(f"{k} {v}" for k, v in summary.items()))

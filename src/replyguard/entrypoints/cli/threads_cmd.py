@@ -1,0 +1,289 @@
+"""`replyguard threads ...`: the Reply Rescue inbox on the command line.
+
+Thin over `service_layer.thread_views` (list, show), `decisions` (resolve, assign, snooze, done)
+and `person_send` (send: the one command that sends a person's answer).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app, out
+
+threads_app = typer.Typer(no_args_is_help=True, help="Reply Rescue: everything that waits for a person.")
+
+ACTIONS = (
+    "resume, stop, pause_until (--until), pause_others [--until], leave_others, not_a_reply, "
+    "confirm [--lead], reject, sent, not_sent, send_again [--step], reopen"
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(threads_app, name="threads")
+
+
+def _who(by: str | None) -> str:
+    """Who acts: --by, else REPLYGUARD_USER, else the login name."""
+    if by:
+        return by
+    try:
+        return os.environ.get("REPLYGUARD_USER") or getpass.getuser()
+    except (KeyError, OSError):
+        return "cli"
+
+
+By = Annotated[str | None, typer.Option("--by", help="Who decides (default: REPLYGUARD_USER or the login).")]
+
+
+@threads_app.command("list")
+def threads_list(
+    ctx: typer.Context,
+    state: Annotated[str, typer.Option("--state", help="open, snoozed, done or all")] = "open",
+    product: Annotated[str | None, typer.Option("--product")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Every thread that waits for a person (open by default), newest first."""
+    from replyguard.service_layer.thread_views import list_threads
+
+    instance = open_app(ctx)
+    try:
+        with instance.uow() as uow:
+            items = list_threads(uow, instance.settings, state=state, product=product)
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    if as_json:
+        emit_json(items)
+        return
+    print_table(items, f"threads: {state}")
+
+
+def print_table(items: list[dict[str, Any]], title: str) -> None:
+    table = Table(title=title)
+    for column in ("id", "product", "lead", "kind", "intent", "next step", "other products", "state"):
+        table.add_column(column, overflow="fold")
+    for t in items:
+        others = ", ".join(f"{o['product']} ({o['state']})" for o in t["other_active_products"]) or "-"
+        table.add_row(
+            str(t["id"]),
+            t["product"],
+            t["lead"],
+            t["kind"] + (" [bold red]crossed[/]" if t["crossed"] else ""),
+            t["intent_label"] or "-",
+            t["recommended_next_step"],
+            others,
+            t["state"],
+        )
+    out.print(table)
+
+
+@threads_app.command("show")
+def threads_show(
+    ctx: typer.Context, thread_id: int, as_json: Annotated[bool, typer.Option("--json")] = False
+) -> None:
+    """One thread: the conversation, the recommendation, the draft and the decisions so far."""
+    from replyguard.service_layer.decisions import ThreadNotFound
+    from replyguard.service_layer.thread_views import thread_detail
+
+    instance = open_app(ctx)
+    try:
+        with instance.uow() as uow:
+            detail = thread_detail(uow, thread_id, instance.settings)
+    except ThreadNotFound as exc:
+        fail(str(exc))
+    if as_json:
+        emit_json(detail)
+        return
+    out.print(
+        f"[bold]Thread {detail['id']}[/] ({detail['state']}) — {detail['product']}, {detail['campaign']}"
+    )
+    out.print(f"Lead: {detail['lead_name']} <{detail['lead']}> ({detail['lead_state']}), {detail['company']}")
+    out.print(
+        f"Subject: {detail['subject']}\nKind: {detail['kind']}   Intent: {detail['intent_label'] or '-'}"
+    )
+    if detail["crossed"]:
+        out.print("[bold red]Crossed:[/] one of our emails went out as they replied.")
+    for item in detail["conversation"]:
+        out.print(f"\n[dim]{item['at']} {item['from']}[/] {item['subject'] or ''}", highlight=False)
+        out.print(item["text"] or "", highlight=False)
+    for step in detail["unknown_steps"]:
+        out.print(
+            f"\n[yellow]Unknown outcome:[/] step {step['step_id']} '{step['subject']}': {step['detail']}"
+        )
+    for other in detail["other_active_products"]:
+        out.print(f"Also a lead of {other['product']} ({other['state']}), next email {other['next_step_at']}")
+    out.print(f"\n[bold]Next step:[/] {detail['recommended_next_step']}")
+    out.print(f"Actions: {', '.join(detail['actions'])}")
+    draft = detail["draft"]
+    out.print(f"\n[bold]Draft[/] ({draft['source']}; only you can send it: threads send {detail['id']})")
+    out.print(f"Subject: {draft['subject']}\n{draft['body']}", highlight=False)
+
+
+@threads_app.command("send")
+def threads_send(
+    ctx: typer.Context,
+    thread_id: int,
+    body_file: Annotated[
+        Path | None, typer.Option("--body-file", help="The answer's text (default: the draft as shown).")
+    ] = None,
+    subject: Annotated[str | None, typer.Option("--subject")] = None,
+    key: Annotated[
+        str | None, typer.Option("--key", help="Idempotency key (default: from the text).")
+    ] = None,
+    by: By = None,
+) -> None:
+    """Send your answer from the thread's mailbox, threaded. Never resumes the sequence."""
+    from replyguard.service_layer.decision_base import get_thread
+    from replyguard.service_layer.decisions import ThreadNotFound
+    from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
+    from replyguard.service_layer.thread_context import load_context
+    from replyguard.service_layer.thread_views import draft_for
+
+    instance = open_app(ctx)
+    try:
+        if body_file is not None:
+            body = _read(body_file)
+        else:
+            with instance.uow() as uow:
+                thread = get_thread(uow, thread_id)
+                body = draft_for(
+                    uow, thread, load_context(uow.session, uow.workspace_id, thread.lead_id)
+                ).body
+        result = send_reply(instance, PersonReply(thread_id, body, _who(by), subject, key))
+    except (ThreadNotFound, SendRefused) as exc:
+        fail(str(exc))
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    finally:
+        instance.close()
+    if result.duplicate:
+        out.print(f"already {result.state} (same answer, send {result.send_id}): nothing sent again")
+    elif result.state == "sent":
+        out.print(f"sent to {result.to} as {result.message_id}")
+    else:
+        fail(f"not sent ({result.state}): {result.detail}")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        fail(f"{path}: no such file", code=2)
+    except UnicodeDecodeError as exc:
+        fail(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})", code=2)
+
+
+def _decide(ctx: typer.Context, thread_id: int, action: str, as_json: bool = False, **kwargs: Any) -> None:
+    from replyguard.service_layer.decisions import DecisionError, Request, ThreadNotFound, decide
+
+    instance = open_app(ctx)
+    try:
+        with instance.uow() as uow:
+            result = decide(uow, thread_id, Request(action=action, **kwargs), instance.settings)
+            uow.commit()
+    except ThreadNotFound as exc:
+        fail(str(exc))
+    except DecisionError as exc:
+        fail(str(exc), code=2)
+    if as_json:
+        emit_json(result.to_json())
+        return
+    out.print(f"thread {thread_id}: {result.message}", highlight=False)
+    for step in result.planned:
+        out.print(
+            f"  step {step.position} of {step.campaign}: '{step.subject}' at {step.due_at:%a %d %b %H:%M} UTC"
+        )
+
+
+def _date(value: str | None) -> date | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        fail(f"--until must be a date like 2026-12-24, got {value!r}", code=2)
+
+
+@threads_app.command("resolve")
+def threads_resolve(
+    ctx: typer.Context,
+    thread_id: int,
+    action: Annotated[str, typer.Option("--action", help=ACTIONS)],
+    until: Annotated[str | None, typer.Option("--until", help="YYYY-MM-DD")] = None,
+    lead: Annotated[str | None, typer.Option("--lead", help="confirm: the candidate's email")] = None,
+    step: Annotated[int | None, typer.Option("--step", help="unknown outcomes: the step id")] = None,
+    by: By = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Decide: resume, stop, pause, confirm/reject a probable reply, resolve an unknown outcome..."""
+    _decide(
+        ctx,
+        thread_id,
+        action.replace("-", "_"),
+        as_json,
+        by=_who(by),
+        until=_date(until),
+        lead=lead,
+        step_id=step,
+    )
+
+
+@threads_app.command("assign")
+def threads_assign(
+    ctx: typer.Context, thread_id: int, to: Annotated[str, typer.Option("--to")], by: By = None
+) -> None:
+    """Give the thread to a person."""
+    _decide(ctx, thread_id, "assign", by=_who(by), to=to)
+
+
+@threads_app.command("snooze")
+def threads_snooze(
+    ctx: typer.Context,
+    thread_id: int,
+    until: Annotated[str, typer.Option("--until", help="YYYY-MM-DD or an ISO-8601 time")],
+    by: By = None,
+) -> None:
+    """Put the thread aside until a time; it comes back open by itself."""
+    try:
+        when = datetime.fromisoformat(until.replace("Z", "+00:00"))
+    except ValueError:
+        fail(f"--until must be a date or time like 2026-12-24 or 2026-12-24T09:00, got {until!r}", code=2)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    _decide(ctx, thread_id, "snooze", by=_who(by), until_at=when)
+
+
+@threads_app.command("done")
+def threads_done(ctx: typer.Context, thread_id: int, by: By = None) -> None:
+    """Nothing more waits for a person here."""
+    _decide(ctx, thread_id, "done", by=_who(by))
+
+
+@threads_app.command("draft")
+def threads_draft(ctx: typer.Context, thread_id: int) -> None:
+    """Ask the configured model (REPLYGUARD_MODEL_URL) for a draft now."""
+    from replyguard.adapters.model_client import ModelClient
+    from replyguard.service_layer.drafting import draft_thread
+    from replyguard.settings import ModelSettings
+
+    try:
+        model = ModelSettings.from_env()
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    if model.url is None:
+        fail("no model configured: set REPLYGUARD_MODEL_URL (an OpenAI-compatible API base)", code=2)
+    instance = open_app(ctx)
+    client = ModelClient(model.url, model.model, model.api_key, model.timeout)
+    try:
+        ok = draft_thread(instance, client, thread_id)
+    except LookupError as exc:
+        fail(str(exc))
+    finally:
+        client.close()
+    (out if ok else err).print("draft written" if ok else "the model failed; the template draft stays")

@@ -1,0 +1,174 @@
+"""What a thread shows about its lead, read fresh: product, campaigns, contact, mailbox, the
+lead's other products with their next step, and the recommended next step built from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from replyguard.adapters.db import models as m
+from replyguard.domain.intent import Intent, IntentResult
+from replyguard.domain.next_step import OtherProduct, Situation, ThreadKind, recommend
+from replyguard.domain.states import ReplyState, StepState
+from replyguard.settings import Settings
+
+QUEUED = (StepState.SCHEDULED, StepState.AWAITING_APPROVAL, StepState.CLAIMED)
+#: Other products worth a person's decision: they may still send, or wait for a person.
+LIVE = (ReplyState.ACTIVE, ReplyState.OUT_OF_OFFICE, ReplyState.HELD)
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadContext:
+    lead_id: int
+    lead_state: str
+    paused_until: datetime | None
+    product_id: int
+    product: str
+    contact_id: int
+    name: str
+    company: str
+    email: str
+    mailbox_id: int | None
+    mailbox: str | None
+    from_name: str
+    campaigns: tuple[str, ...]
+    campaign_ids: tuple[int, ...]
+    owner: str
+    own_addresses: frozenset[str]
+    last_subject: str | None
+    other_products: tuple[OtherProduct, ...]
+
+    @property
+    def contact(self) -> str:
+        return f"{self.name} <{self.email}>" if self.name else self.email
+
+
+def load_context(session: Session, workspace_id: int, lead_id: int) -> ThreadContext:
+    lead = session.get_one(m.Lead, lead_id)
+    if lead.workspace_id != workspace_id:
+        raise LookupError(f"lead {lead_id} is not in this workspace")
+    contact = session.get_one(m.Contact, lead.contact_id)
+    product = session.get_one(m.Product, lead.product_id)
+    addresses = list(
+        session.scalars(
+            select(m.ContactAddress.address)
+            .where(m.ContactAddress.contact_id == contact.id)
+            .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
+        )
+    )
+    campaigns = session.execute(
+        select(
+            m.Campaign.id,
+            m.Campaign.name,
+            m.Campaign.owner,
+            m.Mailbox.id,
+            m.Mailbox.address,
+            m.Mailbox.from_name,
+        )
+        .join(m.Enrollment, m.Enrollment.campaign_id == m.Campaign.id)
+        .join(m.Mailbox, m.Mailbox.id == m.Campaign.mailbox_id)
+        .where(m.Enrollment.lead_id == lead.id)
+        .order_by(m.Enrollment.id)
+    ).all()
+    first = campaigns[0] if campaigns else None
+    last_subject = session.scalar(
+        select(m.Step.subject)
+        .where(m.Step.lead_id == lead.id, m.Step.state == StepState.SENT)
+        .order_by(m.Step.sent_at.desc())
+        .limit(1)
+    )
+    return ThreadContext(
+        lead_id=lead.id,
+        lead_state=lead.reply_state,
+        paused_until=lead.paused_until,
+        product_id=product.id,
+        product=product.name,
+        contact_id=contact.id,
+        name=f"{contact.first_name} {contact.last_name}".strip(),
+        company=contact.company,
+        email=addresses[0] if addresses else "",
+        mailbox_id=first[3] if first else None,
+        mailbox=first[4] if first else None,
+        from_name=first[5] if first else "",
+        campaigns=tuple(c[1] for c in campaigns),
+        campaign_ids=tuple(c[0] for c in campaigns),
+        owner=(first[2] if first else None) or contact.owner or "owner@unknown.invalid",
+        own_addresses=frozenset(addresses) | {c[4] for c in campaigns},
+        last_subject=last_subject,
+        other_products=other_products(session, contact.id, lead.id),
+    )
+
+
+def other_products(session: Session, contact_id: int, lead_id: int) -> tuple[OtherProduct, ...]:
+    """The contact's other leads that may still send or wait for a person, with their next step."""
+    rows = session.execute(
+        select(m.Lead.id, m.Product.name, m.Lead.reply_state)
+        .join(m.Product, m.Product.id == m.Lead.product_id)
+        .where(m.Lead.contact_id == contact_id, m.Lead.id != lead_id, m.Lead.reply_state.in_(LIVE))
+        .order_by(m.Product.name)
+    ).all()
+    found = []
+    for other_id, name, state in rows:
+        nxt = session.execute(
+            select(m.Step.due_at, m.Step.subject)
+            .where(m.Step.lead_id == other_id, m.Step.state.in_(QUEUED))
+            .order_by(m.Step.due_at)
+            .limit(1)
+        ).first()
+        found.append(OtherProduct(name, state, nxt[0] if nxt else None, nxt[1] if nxt else None))
+    return tuple(found)
+
+
+def intent_of(thread: m.RescueThread) -> IntentResult | None:
+    data = thread.intent_data or {}
+    if not thread.intent:
+        return None
+    when = data.get("date")
+    return IntentResult(
+        Intent(thread.intent),
+        tuple(data.get("evidence") or ()),
+        data.get("language"),
+        data.get("referral_name"),
+        data.get("referral_address"),
+        date.fromisoformat(when) if when else None,
+        bool(data.get("pricing")),
+    )
+
+
+def next_step_for(
+    thread: m.RescueThread, context: ThreadContext, now: datetime, settings: Settings
+) -> tuple[str, list[str]]:
+    data = thread.intent_data or {}
+    absent = data.get("absent_until")
+    others = () if data.get("others_decided") else context.other_products
+    step = recommend(
+        Situation(
+            kind=ThreadKind(thread.kind),
+            intent=intent_of(thread),
+            now=now,
+            lead_state=context.lead_state,
+            crossed=bool(thread.crossed),
+            contact=context.contact,
+            company=context.company,
+            new_contact=data.get("new_contact"),
+            absent_until=date.fromisoformat(absent) if absent else None,
+            subject=thread.subject,
+            other_products=others,
+            default_pause=settings.default_pause,
+        )
+    )
+    return step.text, list(step.actions)
+
+
+def count_unknown_steps(session: Session, lead_id: int) -> int:
+    return (
+        session.scalar(
+            select(func.count())
+            .select_from(m.Step)
+            .where(m.Step.lead_id == lead_id, m.Step.state == StepState.UNKNOWN)
+        )
+        or 0
+    )
