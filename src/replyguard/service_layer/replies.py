@@ -47,6 +47,10 @@ class IncomingReply:
     inbound_message_id: int | None = None
     left_company: bool = False
     new_contact: str | None = None  # "please contact ... instead", from a left-company notice
+    # False: a sender we cannot tie to the lead (a stranger in her thread, or mail that failed
+    # authentication). An unsubscribe then stops the lead but suppresses nothing until a
+    # person confirms (service_layer/confirmations.py).
+    sender_confirmed: bool = True
 
 
 @dataclass
@@ -97,6 +101,7 @@ def record_reply(
         max_pause=settings.max_pause,
         left_company=reply.left_company,
         other_address=any(a != bounced for a in addresses) if bounced else len(addresses) > 1,
+        sender_confirmed=reply.sender_confirmed,
     )
     row = m.Reply(
         workspace_id=uow.workspace_id,
