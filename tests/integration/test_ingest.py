@@ -16,8 +16,8 @@ from replyguard.adapters.mail_files import iter_messages
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.message_ids import unsubscribe_token
-from replyguard.service_layer.ingest import ingest_raw
 from replyguard.service_layer.confirmations import confirm_sender
+from replyguard.service_layer.ingest import ingest_raw
 from replyguard.service_layer.leads import contact_for_address, find_lead
 from tests.support.scenario import FORECASTING, REPORTS, lead_state, load_examples, run_days, step_counts
 
@@ -156,7 +156,9 @@ def test_out_of_office_pauses_and_the_sequence_resumes_after_the_return_date(
     assert step_counts(app, MARC, REPORTS)["sent"] == 2
 
 
-def _dsn(failed: str, original_id: str, status: str, diagnostic: str, dsn_id: str = "<dsn1@mx.test>") -> bytes:
+def _dsn(
+    failed: str, original_id: str, status: str, diagnostic: str, dsn_id: str = "<dsn1@mx.test>"
+) -> bytes:
     return (
         "From: Mail Delivery System <MAILER-DAEMON@mx.brightline-logistics.test>\r\n"
         "To: dana@northwind-analytics.test\r\nSubject: Undelivered Mail Returned to Sender\r\n"

@@ -127,6 +127,13 @@ def test_format_address() -> None:
         ("Priya Raman", None),
         ("", None),
         ("a" * 3000 + " <real@x.test>", None),
+        # Unbalanced: each parser would end the comment, quote or bracket somewhere else.
+        ("priya@fernhollow.test( <real@x.test>", None),
+        ("=?utf-8?q?priya@fernhollow.test(?= <real@x.test>", None),
+        ("priya@fernhollow.test) <real@x.test>", None),
+        ('"priya@fernhollow.test <real@x.test>', None),
+        ("Priya <priya@fernhollow.test", None),
+        ("Priya priya@fernhollow.test>", None),
     ],
 )
 def test_sender_of_reads_the_raw_from_header(raw: str, expected: str | None) -> None:

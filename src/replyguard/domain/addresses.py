@@ -110,9 +110,13 @@ def sender_of(raw_from: str) -> str | None:
     top-level commas; a mailbox with an angle address (`Name <a@x>`) is that address whatever
     its display name says; one without is its bare `a@x`. Exactly one mailbox must name an
     address: two (`a@x, Name <b@y>`), two angle addresses in one mailbox, or a group, and we
-    cannot tell who is speaking — None, which the caller treats as a stranger.
+    cannot tell who is speaking — None, which the caller treats as a stranger. So is a header
+    whose quotes, comments or angle brackets do not close: each reader would end them
+    elsewhere (`priya@x.test( <real@y.test>` is Priya to one parser and real@y to another).
     """
-    if len(raw_from) > MAX_FROM_CHARS or ":" in strip_comments(_without_angles(raw_from)):
+    if len(raw_from) > MAX_FROM_CHARS or not _balanced(raw_from):
+        return None
+    if ":" in strip_comments(_without_angles(raw_from)):
         return None
     found: list[str] = []
     for mailbox in _mailboxes(strip_comments(raw_from)):
@@ -162,3 +166,34 @@ def _unquoted(value: str) -> str:
 def _without_angles(value: str) -> str:
     """Quoted strings and angle addresses removed: what is left is where a group's `:` shows."""
     return re.sub(r"<[^<>]*>", " ", _unquoted(value))
+
+
+def _balanced(value: str) -> bool:
+    """Quotes, comments and angle brackets all close, in the right order."""
+    depth, quoted, escaped, angled = 0, False, False, False
+    for ch in value:
+        if escaped:
+            escaped = False
+        elif ch == "\\" and (quoted or depth):
+            escaped = True
+        elif quoted:
+            quoted = ch != '"'
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+        elif depth:
+            continue
+        elif ch == '"':
+            quoted = True
+        elif ch == "<":
+            if angled:
+                return False
+            angled = True
+        elif ch == ">":
+            if not angled:
+                return False
+            angled = False
+    return depth == 0 and not quoted and not angled
