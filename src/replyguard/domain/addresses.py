@@ -170,7 +170,8 @@ def _without_angles(value: str) -> str:
 
 def _balanced(value: str) -> bool:
     """Quotes, comments and angle brackets all close, in the right order."""
-    depth, quoted, escaped, angled = 0, False, False, False
+    depth, quoted, escaped = 0, False, False
+    brackets: list[str] = []  # the angle brackets outside quotes and comments
     for ch in value:
         if escaped:
             escaped = False
@@ -178,22 +179,12 @@ def _balanced(value: str) -> bool:
             escaped = True
         elif quoted:
             quoted = ch != '"'
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
+        elif ch in "()":
+            depth += 1 if ch == "(" else -1
             if depth < 0:
                 return False
-        elif depth:
-            continue
-        elif ch == '"':
-            quoted = True
-        elif ch == "<":
-            if angled:
-                return False
-            angled = True
-        elif ch == ">":
-            if not angled:
-                return False
-            angled = False
-    return depth == 0 and not quoted and not angled
+        elif not depth:
+            quoted = ch == '"'
+            brackets += [ch] if ch in "<>" else []
+    pairs = "".join(brackets)
+    return depth == 0 and not quoted and pairs == "<>" * (len(pairs) // 2)

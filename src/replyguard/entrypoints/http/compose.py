@@ -70,7 +70,7 @@ def _serialise(msg: EmailMessage) -> bytes:
         # Message-ID: an encoded word there would be another id) is written as raw UTF-8, as
         # RFC 6532 allows and as the copy the mail server received has it. Deterministic:
         # the same payload always takes the same path.
-        return msg.as_bytes(policy=msg.policy.clone(utf8=True))
+        return msg.as_bytes(policy=policy.SMTPUTF8)
 
 
 def _attach(msg: EmailMessage, item: Attachment) -> None:
