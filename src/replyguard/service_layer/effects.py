@@ -13,9 +13,9 @@ sending first from his own address, make a lead's real reply a "duplicate"; the 
 is in it so that a forgery of her address, sent first, cannot either (it fails DMARC, hers
 does not). A message without a Message-ID has no effect key: only its exact bytes dedupe.
 
-Concurrency: the key is a unique index. On PostgreSQL a second copy processed at the same
-time waits on the first one's uncommitted key and then fails to take it; on SQLite the
-transactions are serial anyway.
+Concurrency: on PostgreSQL a transaction-scoped advisory lock on the key makes a second copy
+processed at the same time wait for the first one's commit, and then see its key; SQLite
+transactions are serial anyway. A unique index on the key is the last line of defence.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import func, select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.authentication import Verdict
@@ -48,20 +47,18 @@ class FirstCopy:
 
 
 def claim_effect(uow: UnitOfWork, row: m.InboundMessage, key: str | None, status: str) -> FirstCopy | None:
-    """The copy that already took this effect, or None after `row` took it (flushed, in the
-    caller's transaction). An unmatched message takes nothing: a later copy may still match."""
+    """The copy that already took this effect, or None after `row` took it (in the caller's
+    transaction). An unmatched message takes nothing: a later copy may still match."""
     if key is None:
         return None
+    if uow.postgres:
+        # Copies processed at the same moment wait here for each other's commit, so the
+        # second one sees the first one's key below. (SQLite transactions are serial.)
+        uow.session.execute(select(func.pg_advisory_xact_lock(int(key[:15], 16))))
     earlier = _holder(uow, key, row.id)
-    if earlier is not None or status == "unmatched":
-        return earlier
-    try:
-        with uow.session.begin_nested():
-            row.effect_key = key
-            uow.session.flush()
-    except IntegrityError:
-        return _holder(uow, key, row.id)  # a concurrent copy committed it first
-    return None
+    if earlier is None and status != "unmatched":
+        row.effect_key = key  # the unique index stays the last line of defence
+    return earlier
 
 
 def _holder(uow: UnitOfWork, key: str, own_id: int) -> FirstCopy | None:

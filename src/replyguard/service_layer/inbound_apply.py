@@ -98,7 +98,8 @@ def _apply_matched(
     evidence: tuple[str, ...],
 ) -> Applied:
     lead_id = match.lead_ids[0]
-    uow.lock_leads([lead_id, *([match.thread_lead_id] if match.thread_lead_id else [])])
+    if match.thread_lead_id is not None:  # two leads: lock both now, in id order
+        uow.lock_leads([lead_id, match.thread_lead_id])
     if _predates(uow, row, c, lead_id, in_thread=match.in_thread):
         applied = _inform(uow, row, c, (lead_id,), kind, evidence)
     else:
@@ -195,6 +196,8 @@ def _hold_probable(
 def _predates(
     uow: UnitOfWork, row: m.InboundMessage, c: Classification, lead_id: int, *, in_thread: bool
 ) -> bool:
+    if in_thread:  # answers our email: written after it, whatever else is true
+        return False
     first = uow.session.scalar(
         select(func.min(m.OutboundMessage.handed_at)).where(
             m.OutboundMessage.workspace_id == uow.workspace_id, m.OutboundMessage.lead_id == lead_id

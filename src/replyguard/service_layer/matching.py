@@ -179,12 +179,16 @@ def _by_unsubscribe_address(uow: UnitOfWork, c: Classification, recipients: list
 def _by_thread(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
     keys = send_keys_in(c.in_reply_to or "") + send_keys_in(" ".join(c.references))
     for key in dict.fromkeys(keys):
-        lead_id = _lead_of_key(uow, key)
-        if lead_id is None:
+        thread_lead = uow.session.execute(
+            select(m.Lead.id, m.Lead.contact_id, m.Lead.product_id)
+            .join(m.Step, m.Step.lead_id == m.Lead.id)
+            .where(m.Step.workspace_id == uow.workspace_id, m.Step.send_key == key)
+        ).one_or_none()
+        if thread_lead is None:
             continue
+        lead_id = thread_lead.id
         if c.kind in (ReplyKind.BOUNCE_HARD, ReplyKind.BOUNCE_SOFT):
             return Match("matched", (lead_id,), ("match:thread",), in_thread=True)
-        thread_lead = uow.session.get_one(m.Lead, lead_id)
         speaker = _contact_id_of(uow, c.from_address)
         if speaker == thread_lead.contact_id:
             return Match("matched", (lead_id,), ("match:thread",), in_thread=True)
@@ -226,11 +230,17 @@ def _lead_of_key(uow: UnitOfWork, key: str) -> int | None:
 
 
 def _contact_id_of(uow: UnitOfWork, address: str | None) -> int | None:
+    """The contact owning `address` (or its `+tag`-less form), without loading it."""
     try:
-        contact = contact_for_address(uow, address or "")
+        normal = normalize_address(address or "")
     except InvalidAddress:
         return None
-    return contact.id if contact is not None else None
+    return uow.session.scalar(
+        select(m.ContactAddress.contact_id).where(
+            m.ContactAddress.workspace_id == uow.workspace_id,
+            m.ContactAddress.address.in_({normal, base_address(normal)}),
+        )
+    )
 
 
 def _lead_of_contact(uow: UnitOfWork, contact_id: int, product_id: int, recipients: list[str]) -> int | None:
