@@ -23,6 +23,14 @@ from sqlalchemy import event
 from replyguard.service_layer.ingest import ingest_raw
 
 
+class StatementCounter:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, *_args: object) -> None:
+        self.count += 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=300)
@@ -32,16 +40,12 @@ def main() -> int:
         with scratch_db(kind, "stmts") as url:
             app = workspace(url, args.messages)
             raws = list(mix(targets_of(app), args.messages))
-            count = [0]
-
-            def counted(*_args: object) -> None:
-                count[0] += 1
-
-            event.listen(app.engine, "before_cursor_execute", counted)
+            counter = StatementCounter()
+            event.listen(app.engine, "before_cursor_execute", counter)
             for raw in raws:
                 ingest_raw(app, raw, source="bench")
             app.close()
-        results[kind] = round(count[0] / len(raws), 1)
+        results[kind] = round(counter.count / len(raws), 1)
         print(f"{kind}: {results[kind]} statements per message")
     print("written", write_result("ingest_statements", {"messages": args.messages, "per_message": results}))
     return 0
