@@ -225,3 +225,23 @@ def test_the_authentication_verdict_of_every_message_is_recorded(app: App, clock
         "spf": None,
     }
     assert sender == PRIYA
+
+
+def test_a_confirmation_never_learns_an_address_that_became_one_of_our_mailboxes(
+    app: App, clock: FixedClock
+) -> None:
+    from replyguard.service_layer.campaigns import create_campaign
+    from replyguard.service_layer.confirmations import confirm_sender
+    from tests.support.scenario import campaign_toml
+
+    sent_workspace(app, clock)
+    first = first_sent(app, PRIYA, REPORTS)
+    newcomer = "lee@northwind-analytics.test"  # not ours yet when the message came
+    ingest_raw(app, raw_mail(reply_headers(newcomer, "Re: x", in_reply_to=first.message_id)), "imap")
+    [pending] = _pending(app)
+    with app.uow() as uow:
+        create_campaign(uow, campaign_toml("Lee's campaign", "P", mailbox=newcomer))
+        confirm_sender(uow, pending.id, app.settings, by="dana@northwind-analytics.test")
+        uow.commit()
+    with app.uow() as uow:
+        assert contact_for_address(uow, newcomer) is None
