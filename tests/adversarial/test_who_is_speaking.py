@@ -245,3 +245,29 @@ def test_a_confirmation_never_learns_an_address_that_became_one_of_our_mailboxes
         uow.commit()
     with app.uow() as uow:
         assert contact_for_address(uow, newcomer) is None
+
+
+def test_control_characters_in_the_from_and_authentication_results_are_stored_safely(
+    app: App, clock: FixedClock
+) -> None:
+    # PostgreSQL cannot store a NUL in text: the new columns (sender, verdict) must never
+    # carry one, or this message would block the queue behind it.
+    sent_workspace(app, clock)
+    raw = raw_mail(
+        [
+            ("From", "Priya <pri\x00ya@fernhollow.test>"),
+            ("To", "dana@northwind-analytics.test"),
+            ("Subject", "hello"),
+            ("Message-ID", "<nul-1@c.test>"),
+            ("Authentication-Results", "mx\x00.test; dmarc=fail\x00 header.from=fernhollow.test\x01"),
+        ]
+    )
+    result = ingest_raw(app, raw, "imap")
+    assert result.status == "unmatched"
+    with app.uow() as uow:
+        sender, auth = uow.session.execute(
+            select(m.InboundMessage.sender, m.InboundMessage.auth).where(
+                m.InboundMessage.id == result.inbound_id
+            )
+        ).one()
+    assert sender is None and auth is not None and "\x00" not in str(auth)

@@ -42,6 +42,7 @@ _MAX_HEADERS = 10
 _MAX_RESULTS = 30
 _MAX_CHARS = 8000
 _RESULT = re.compile(r"^([a-z0-9_-]+)(?:/\d+)?=([a-z0-9_-]+)$", re.IGNORECASE)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")  # never stored
 _PROPERTY = re.compile(r"^([a-z0-9_-]+)\.([a-z0-9_-]+)=(.*)$", re.IGNORECASE)
 
 
@@ -82,7 +83,7 @@ class AuthVerdict:
 
 def parse_header(value: str) -> tuple[str | None, list[AuthResult]]:
     """(authserv-id or None, results) of one Authentication-Results value; never raises."""
-    text = strip_comments(value[:_MAX_CHARS])
+    text = strip_comments(_CONTROL.sub(" ", value[:_MAX_CHARS]))
     segments = [s.strip() for s in _split_semicolons(text)]
     if not segments:
         return None, []

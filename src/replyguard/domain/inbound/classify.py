@@ -75,6 +75,7 @@ class Classification:
 # "Name <a@b>", "\"Name, Inc\" <a@b>", "a@b", "a@b (comment)": the common shapes, read by one
 # regular expression; anything else goes through sender_of.
 _SURROGATE = re.compile("[\udc80-\udcff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 _SIMPLE_FROM = re.compile(
     r'^\s*(?:[^<>@",;()\\]*|"[^"\\<>]*")\s*<\s*([^\s<>@",;()\\]+@[^\s<>@",;()\\]+)\s*>\s*$'
     r'|^\s*([^\s<>@",;()\\]+@[^\s<>@",;()\\]+)\s*(?:\([^()"\\]*\))?\s*$'
@@ -87,9 +88,9 @@ def _from_address(msg: EmailMessage) -> str | None:
     if _SURROGATE.search(value):  # 8-bit bytes as compat32 keeps them: an EAI address is UTF-8
         value = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     simple = _SIMPLE_FROM.match(value)
-    if simple:
-        return (simple.group(1) or simple.group(2)).strip()
-    return sender_of(value)
+    found = (simple.group(1) or simple.group(2)).strip() if simple else sender_of(value)
+    # A control character (a NUL) is never part of an address, and could not even be stored.
+    return None if found is None or _CONTROL.search(found) else found
 
 
 def _date(msg: EmailMessage) -> datetime | None:
