@@ -71,6 +71,10 @@ class Settings:
     sendgrid_secret: str | None = field(default=None, repr=False)
     #: The largest inbound request body (webhook POST) accepted; larger ones get 413.
     inbound_max_bytes: int = 25 * 1024 * 1024
+    #: The authserv-ids of our own receiving side (env REPLYGUARD_AUTHSERV_ID, comma-separated,
+    #: e.g. "mx.google.com"): only Authentication-Results headers naming one of them are
+    #: believed. Empty: the topmost header is (see domain/authentication.py).
+    authserv_ids: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -89,6 +93,11 @@ class Settings:
             sendgrid_secret=_secret("REPLYGUARD_SENDGRID_SECRET"),
             inbound_max_bytes=_bytes("REPLYGUARD_INBOUND_MAX_BYTES", defaults.inbound_max_bytes),
             send_batch=_count("REPLYGUARD_SEND_BATCH") if os.environ.get("REPLYGUARD_SEND_BATCH") else None,
+            authserv_ids=tuple(
+                part.strip().lower()
+                for part in os.environ.get("REPLYGUARD_AUTHSERV_ID", "").split(",")
+                if part.strip()
+            ),
         )
 
 

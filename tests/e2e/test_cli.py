@@ -472,3 +472,28 @@ def test_ingest_mbox_maildir_and_stdin_through_the_cli(ws: Workspace) -> None:
     assert [item["message_id"] for item in unmatched] == ["<s1@nowhere.test>"]
     missing = ws.fails("ingest", str(ws.root / "nope.eml"), code=2)
     assert "no such file" in missing
+
+
+def test_a_stranger_waits_for_a_person_through_the_cli(ws: Workspace) -> None:
+    ws.tick(ENROLLED_AT, "2026-12-07T23:00:00Z")
+    first = next(m for m in ws.emails() if recipient(m) == "priya@fernhollow.test")
+    stranger = (
+        f"From: helpdesk@elsewhere.test\nTo: dana@northwind-analytics.test\n"
+        f"Subject: Re: {first['Subject']}\nMessage-ID: <h1@elsewhere.test>\n"
+        f"In-Reply-To: {first['Message-ID']}\n\nPlease unsubscribe me.\n"
+    )
+    (ws.root / "stranger.eml").write_text(stranger)
+    ws.ok("ingest", str(ws.root / "stranger.eml"), now="2026-12-08T12:00:00Z")
+    assert ws.lead("priya@fernhollow.test")["lead"]["reply_state"] == "replied"  # stopped at once
+    [pending] = ws.json("senders", "list")
+    assert (pending["sender"], pending["learn_address"], pending["unsubscribe"]) == (
+        "helpdesk@elsewhere.test",
+        True,
+        True,
+    )
+    missing = ws.fails("senders", "confirm", "999", "--by", "dana@northwind-analytics.test", code=1)
+    assert "no sender confirmation 999" in missing
+    ws.ok("senders", "confirm", str(pending["id"]), "--by", "dana@northwind-analytics.test")
+    assert ws.lead("priya@fernhollow.test")["lead"]["reply_state"] == "unsubscribed"
+    assert "helpdesk@elsewhere.test" in ws.lead("priya@fernhollow.test")["alternates"]
+    assert ws.json("senders", "list") == []

@@ -16,8 +16,9 @@ from replyguard.adapters.mail_files import iter_messages
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.message_ids import unsubscribe_token
+from replyguard.service_layer.confirmations import confirm_sender
 from replyguard.service_layer.ingest import ingest_raw
-from replyguard.service_layer.leads import find_lead
+from replyguard.service_layer.leads import contact_for_address, find_lead
 from tests.support.scenario import FORECASTING, REPORTS, lead_state, load_examples, run_days, step_counts
 
 PRIYA = "priya@fernhollow.test"
@@ -102,7 +103,7 @@ def test_a_reply_from_the_alternate_address_with_a_new_subject_and_no_thread_hea
     assert lead_state(app, PRIYA, REPORTS) == "replied"
 
 
-def test_a_reply_in_our_thread_from_a_new_address_teaches_us_that_address(
+def test_a_reply_in_our_thread_from_a_new_address_stops_the_lead_and_learns_it_once_confirmed(
     app: App, clock: FixedClock
 ) -> None:
     _sent_day(app, clock)
@@ -112,8 +113,14 @@ def test_a_reply_in_our_thread_from_a_new_address_teaches_us_that_address(
         _mail("m.keller@privat-mail.test", f"AW: {subject}", "Gerne, rufen Sie an.\n", in_reply_to=mid),
         "test",
     )
-    assert "match:learned-alternate" in result.evidence
+    assert "match:unknown-sender" in result.evidence
     assert lead_state(app, MARC, REPORTS) == "replied"
+    with app.uow() as uow:
+        assert contact_for_address(uow, "m.keller@privat-mail.test") is None  # not learned on its own
+        pending = uow.session.scalars(select(m.SenderConfirmation)).one()
+        assert (pending.learn_address, pending.unsubscribe) == (True, False)
+        confirm_sender(uow, pending.id, app.settings, by="dana@northwind-analytics.test")
+        uow.commit()
     with app.uow() as uow:
         assert find_lead(uow, "m.keller@privat-mail.test", REPORTS).id == find_lead(uow, MARC, REPORTS).id
 
@@ -149,11 +156,13 @@ def test_out_of_office_pauses_and_the_sequence_resumes_after_the_return_date(
     assert step_counts(app, MARC, REPORTS)["sent"] == 2
 
 
-def _dsn(failed: str, original_id: str, status: str, diagnostic: str) -> bytes:
+def _dsn(
+    failed: str, original_id: str, status: str, diagnostic: str, dsn_id: str = "<dsn1@mx.test>"
+) -> bytes:
     return (
         "From: Mail Delivery System <MAILER-DAEMON@mx.brightline-logistics.test>\r\n"
         "To: dana@northwind-analytics.test\r\nSubject: Undelivered Mail Returned to Sender\r\n"
-        "Auto-Submitted: auto-replied\r\nMessage-ID: <dsn1@mx.test>\r\nMIME-Version: 1.0\r\n"
+        f"Auto-Submitted: auto-replied\r\nMessage-ID: {dsn_id}\r\nMIME-Version: 1.0\r\n"
         'Content-Type: multipart/report; report-type=delivery-status; boundary="B"\r\n\r\n'
         "--B\r\nContent-Type: text/plain\r\n\r\nI'm sorry to have to inform you that your message "
         "could not be delivered.\r\n\r\n"
@@ -180,7 +189,8 @@ def test_soft_bounces_are_logged_and_repeated_ones_become_hard(app: App, clock: 
     _sent_day(app, clock)
     mid, _, _ = _first_sent(app, MARC, REPORTS)
     for n in range(3):
-        result = ingest_raw(app, _dsn(MARC, mid, "4.2.2", f"452 4.2.2 Mailbox full {n}"), "test")
+        dsn = _dsn(MARC, mid, "4.2.2", f"452 4.2.2 Mailbox full {n}", dsn_id=f"<dsn{n}@mx.test>")
+        result = ingest_raw(app, dsn, "test")
         expected = "bounce_soft" if n < 2 else "bounce_hard"
         assert result.kind == expected
         assert lead_state(app, MARC, REPORTS) == ("active" if n < 2 else "bounced")

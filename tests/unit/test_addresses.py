@@ -14,6 +14,8 @@ from replyguard.domain.addresses import (
     domain_of,
     format_address,
     normalize_address,
+    sender_of,
+    strip_comments,
 )
 
 
@@ -98,3 +100,47 @@ def test_format_address() -> None:
         format_address("Lucía\r\nBcc: x@y.test", "lortega@grupo-mirador.test")
     with pytest.raises(InvalidAddress):
         format_address("Lucía", "nobody")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("Priya Raman <priya@fernhollow.test>", "priya@fernhollow.test"),
+        ("priya@fernhollow.test", "priya@fernhollow.test"),
+        ("priya@fernhollow.test (Priya Raman)", "priya@fernhollow.test"),
+        ('"Raman, Priya" <priya@fernhollow.test>', "priya@fernhollow.test"),
+        ("Raman, Priya <priya@fernhollow.test>", "priya@fernhollow.test"),  # unquoted comma
+        # A display name that looks like an address never is the sender:
+        ("=?utf-8?b?cHJpeWFAZmVybmhvbGxvdy50ZXN0?= <real@x.test>", "real@x.test"),
+        ("=?utf-8?q?priya@fernhollow.test?= <real@x.test>", "real@x.test"),
+        ('"priya@fernhollow.test" <real@x.test>', "real@x.test"),
+        ("priya@fernhollow.test <real@x.test>", "real@x.test"),
+        ('"Priya <priya@fernhollow.test>" <real@x.test>', "real@x.test"),
+        ("real@x.test (<priya@fernhollow.test>)", "real@x.test"),
+        ("<@relay.test:real@x.test>", "real@x.test"),  # an obsolete route
+        # Several mailboxes, a group, or nothing: we cannot tell who speaks.
+        ("real@x.test, Priya <priya@fernhollow.test>", None),
+        ("<real@x.test> <priya@fernhollow.test>", None),
+        ("=?utf-8?q?<priya@fernhollow.test>?= <real@x.test>", None),
+        ("Friends: priya@fernhollow.test;", None),
+        ("undisclosed-recipients:;", None),
+        ("Priya Raman", None),
+        ("", None),
+        ("a" * 3000 + " <real@x.test>", None),
+        # Unbalanced: each parser would end the comment, quote or bracket somewhere else.
+        ("priya@fernhollow.test( <real@x.test>", None),
+        ("=?utf-8?q?priya@fernhollow.test(?= <real@x.test>", None),
+        ("priya@fernhollow.test) <real@x.test>", None),
+        ('"priya@fernhollow.test <real@x.test>', None),
+        ("Priya <priya@fernhollow.test", None),
+        ("Priya priya@fernhollow.test>", None),
+    ],
+)
+def test_sender_of_reads_the_raw_from_header(raw: str, expected: str | None) -> None:
+    assert sender_of(raw) == expected
+
+
+def test_strip_comments_keeps_quoted_text_and_nests() -> None:
+    assert strip_comments('a (b (c) d) "e (f)" g') == 'a   "e (f)" g'
+    assert strip_comments("a (unclosed") == "a "
+    assert strip_comments("no comment") == "no comment"

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from replyguard.domain.reply_policy import ReplyEffect, Suppress, decide
+from replyguard.domain.reply_policy import ReplyEffect, Suppress, decide, predates_first_send
 from replyguard.domain.states import ReplyKind, ReplyState
 
 NOW = datetime(2026, 12, 8, 15, 0, tzinfo=UTC)
@@ -153,3 +153,44 @@ def test_soft_bounce_and_plain_auto_reply_change_nothing(kind: ReplyKind, curren
 
 def test_soft_bounce_from_out_of_office_keeps_the_pause() -> None:
     assert run(K.BOUNCE_SOFT, R.OUT_OF_OFFICE).new_state is None
+
+
+def test_an_unconfirmed_unsubscribe_stops_the_lead_and_suppresses_nothing() -> None:
+    effect = run(K.UNSUBSCRIBE, sender_confirmed=False)
+    assert (effect.new_state, effect.cancel_steps, effect.suppress) == (R.REPLIED, True, Suppress.NONE)
+    assert not effect.every_product and effect.notify
+    confirmed = run(K.UNSUBSCRIBE)
+    assert (confirmed.new_state, confirmed.suppress, confirmed.every_product) == (
+        R.UNSUBSCRIBED,
+        Suppress.CONTACT,
+        True,
+    )
+
+
+FIRST = datetime(2026, 12, 7, 14, 0, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    ("written", "first", "in_thread", "history", "predates"),
+    [
+        # An import from a mailbox's past must prove it is newer than our first email.
+        (FIRST - HOUR, FIRST, False, True, True),
+        (FIRST + HOUR, FIRST, False, True, False),
+        (FIRST - 400 * 24 * HOUR, FIRST, True, True, False),  # answers our Message-ID: newer
+        (None, FIRST, False, True, True),  # no Date: cannot tell
+        (FIRST, None, False, True, True),  # we never wrote to this lead
+        # A live message is new unless its Date says otherwise by more than a wrong clock could.
+        (FIRST - HOUR, FIRST, False, False, False),
+        (FIRST - 23 * HOUR, FIRST, False, False, False),
+        (FIRST - 25 * HOUR, FIRST, False, False, True),
+        (FIRST - 400 * 24 * HOUR, FIRST, True, False, False),
+        (None, FIRST, False, False, False),
+        (FIRST - 400 * 24 * HOUR, None, False, False, False),  # writing to us before we wrote: stop
+    ],
+)
+def test_predates_first_send(
+    written: datetime | None, first: datetime | None, in_thread: bool, history: bool, predates: bool
+) -> None:
+    found = predates_first_send(written_at=written, first_sent_at=first, in_thread=in_thread, history=history)
+    assert found is predates

@@ -52,7 +52,21 @@ def decide(
     max_pause: timedelta,
     left_company: bool = False,
     other_address: bool = False,
+    sender_confirmed: bool = True,
 ) -> ReplyEffect:
+    """The effect of one reply. `sender_confirmed=False` (a sender we could not tie to the
+    lead, or whose mail failed authentication) turns an unsubscribe into what a human reply
+    does — the lead stops — while the unsubscribe and the suppression wait for a person."""
+    if kind is ReplyKind.UNSUBSCRIBE and not sender_confirmed:
+        return ReplyEffect(
+            _move(current, ReplyState.REPLIED),
+            cancel_steps=True,
+            notify=True,
+            recommendation=(
+                "An unsubscribe request from a sender we cannot tie to this lead: the sequence is "
+                "stopped; confirm the sender to unsubscribe and suppress the lead, or reject it."
+            ),
+        )
     if kind is ReplyKind.HUMAN_REPLY:
         # A person answered: whatever the machine thought (paused, held, bounced, stopped), a
         # human now owns the lead. Only an unsubscribe stays stronger.
@@ -117,3 +131,34 @@ def _out_of_office(
     if until <= now:
         return ReplyEffect(None, cancel_steps=False)  # already back: nothing to pause
     return ReplyEffect(ReplyState.OUT_OF_OFFICE, cancel_steps=False, paused_until=until)
+
+
+#: How far a live message's Date may lie before our first email and still count: clocks are
+#: wrong by hours (a zone set wrong), rarely by more.
+LIVE_CLOCK_SKEW = timedelta(days=1)
+
+
+def predates_first_send(
+    *,
+    written_at: datetime | None,
+    first_sent_at: datetime | None,
+    in_thread: bool,
+    history: bool,
+) -> bool:
+    """Whether a message was written before our first email to the lead, so that it can only
+    inform (an event on the timeline) and never stop, hold, suppress or unsubscribe her.
+
+    `in_thread`: it references a Message-ID of ours sent to this lead, which proves it was
+    written after that email — never earlier. `history`: the caller imported it from a
+    mailbox's past; such a message must prove it is newer (thread, or a Date at or after our
+    first email), and one with no Date or to a lead we never wrote to only informs. A live
+    message is believed to be new unless its Date lies more than LIVE_CLOCK_SKEW before our
+    first email: stopping a lead is safe, missing a reply is not.
+    """
+    if in_thread:
+        return False
+    if history:
+        return first_sent_at is None or written_at is None or written_at < first_sent_at
+    if first_sent_at is None or written_at is None:
+        return False
+    return written_at < first_sent_at - LIVE_CLOCK_SKEW

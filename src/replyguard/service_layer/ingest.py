@@ -6,10 +6,12 @@ webhooks, the LMTP listener). Two transactions:
 1. **Store** the raw bytes (invariant 5). A message with the same Message-ID and body as
    one already stored is a duplicate: nothing more happens. Sources acknowledge delivery
    (HTTP 2xx, IMAP flag, LMTP 250) only after this commit.
-2. **Process** the stored row, once: classify, match to a lead, and apply the effect through
-   the reply transaction (`record_reply`) in the same transaction that marks the row done.
-   A message that cannot be parsed is kept with its error; one that matches no lead is kept
-   in the unmatched list. Nothing is dropped.
+2. **Process** the stored row, once: classify, then `inbound_apply.apply_inbound` decides
+   who is speaking, matches, dedupes copies and applies the effect through the reply
+   transaction (`record_reply`) in the same transaction that marks the row done. A message
+   that cannot be parsed is kept with its error; one that matches no lead is kept in the
+   unmatched list; our own sent mail is kept as `ours`; a second copy of a message already
+   applied is kept as a `duplicate` of it. Nothing is dropped.
 """
 
 from __future__ import annotations
@@ -17,33 +19,29 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
 from email.utils import getaddresses
 
-from sqlalchemy import func, select
+from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
-from replyguard.domain.inbound.classify import Classification, classify_message
-from replyguard.domain.inbound.parse import MessageParseError, header, parse_message
-from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.matching import Match, match_message, recipients_of
-from replyguard.service_layer.replies import IncomingReply, hold_probable, record_reply
+from replyguard.domain.inbound.classify import classify_message
+from replyguard.domain.inbound.parse import MessageParseError, parse_message
+from replyguard.domain.message_ids import normalize_message_id
+from replyguard.service_layer.inbound_apply import apply_inbound
 from replyguard.service_layer.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
-
-#: Soft bounces for one address before it counts as a hard bounce.
-SOFT_BOUNCE_LIMIT = 3
 
 
 @dataclass(frozen=True, slots=True)
 class IngestResult:
     inbound_id: int
     duplicate: bool
-    status: str  # matched | probable | unmatched | unparsable
+    # matched | probable | unmatched | unparsable | ours | suspect | history | duplicate
+    status: str
     kind: str | None = None
     lead_ids: tuple[int, ...] = ()
     detail: str = ""
@@ -52,21 +50,33 @@ class IngestResult:
 
 def dedupe_key(raw: bytes) -> tuple[str, str | None]:
     """(key, Message-ID): the same Message-ID and body give the same key, whatever Received
-    headers the path added; a message without Message-ID is keyed by all its bytes."""
+    headers the path added or however it folded the Message-ID; a message without one is
+    keyed by all its bytes. The Message-ID is normalised (domain/message_ids.py)."""
     head, sep, body = raw.partition(b"\r\n\r\n")
     if not sep:
         head, sep, body = raw.partition(b"\n\n")
-    message_id = None
-    for line in head.splitlines():
-        if line[:11].lower() == b"message-id:":
-            message_id = line[11:].strip().decode("ascii", "replace")[:900] or None
-            break
+    message_id = _message_id_of(head)
     digest = hashlib.sha256()
     if message_id:
         digest.update(b"mid\0" + message_id.encode() + b"\0" + body.replace(b"\r\n", b"\n").rstrip())
     else:
         digest.update(b"raw\0" + raw)
     return digest.hexdigest(), message_id
+
+
+def _message_id_of(head: bytes) -> str | None:
+    """The Message-ID of a raw header block with its continuation lines: Exchange Online folds
+    a long id onto the next line (`Message-ID:` CRLF SP `<...>`)."""
+    lines = head.splitlines()
+    for index, line in enumerate(lines):
+        if line[:11].lower() == b"message-id:":
+            value = [line[11:]]
+            for more in lines[index + 1 :]:
+                if more[:1] not in (b" ", b"\t"):
+                    break
+                value.append(more)
+            return normalize_message_id(b" ".join(value).decode("utf-8", "replace"))
+    return None
 
 
 def store_raw(uow: UnitOfWork, raw: bytes, source: str) -> tuple[int, bool]:
@@ -101,10 +111,24 @@ def store_raw(uow: UnitOfWork, raw: bytes, source: str) -> tuple[int, bool]:
     return existing, True
 
 
-def ingest_raw(app: App, raw: bytes, source: str) -> IngestResult:
-    """Store, then process. Safe to call again with the same message: one effect only."""
+def ingest_raw(app: App, raw: bytes, source: str, *, history: bool = False) -> IngestResult:
+    """Store, then process. Safe to call again with the same message: one effect only.
+
+    `history=True`: the caller imports the message from a mailbox's past (an IMAP folder's
+    existing mail, an mbox export), not a live delivery. The flag is stored with the row, so
+    a later `process_stored` honours it too: such a message only informs (an event on the
+    lead's timeline) unless it proves it is newer than our first email to the lead — it
+    answers one of our Message-IDs, or its Date is at or after that email
+    (domain/reply_policy.py: predates_first_send). A copy already stored live stays live.
+    """
     with app.uow() as uow:
         inbound_id, duplicate = store_raw(uow, raw, source)
+        if history and not duplicate:
+            uow.session.execute(
+                update(m.InboundMessage)
+                .where(m.InboundMessage.id == inbound_id, m.InboundMessage.workspace_id == uow.workspace_id)
+                .values(history=True)
+            )
         uow.commit()
     result = process_stored(app, inbound_id)
     if duplicate:
@@ -139,84 +163,9 @@ def process_stored(app: App, inbound_id: int) -> IngestResult:
             uow.add_event("inbound_unparsable", inbound_id=row.id, error=str(exc)[:500])
             uow.commit()
             return _result_of(row, duplicate=False)
-        match = match_message(uow, classification, recipients_of(msg), header(msg, "subject"))
-        result = _apply(uow, app, row, classification, match)
+        applied = apply_inbound(uow, app, row, msg, classification)
         uow.commit()
-        return result
-
-
-def _apply(uow: UnitOfWork, app: App, row: m.InboundMessage, c: Classification, match: Match) -> IngestResult:
-    now = uow.clock.now()
-    kind = match.kind_override or c.kind
-    evidence = (*c.evidence, *match.evidence)
-    row.kind, row.processed_at = kind, now
-    if match.status == "matched":
-        lead_id = match.lead_ids[0]
-        sender = (c.bounce.recipient if c.bounce and c.bounce.recipient else c.from_address) or ""
-        if kind is ReplyKind.BOUNCE_SOFT and _soft_bounces(uow, sender) + 1 >= SOFT_BOUNCE_LIMIT:
-            kind, evidence = ReplyKind.BOUNCE_HARD, (*evidence, f"bounce:soft-repeated-{SOFT_BOUNCE_LIMIT}")
-            row.kind = kind
-        record_reply(
-            uow,
-            lead_id,
-            IncomingReply(
-                kind=kind,
-                received_at=_received(row, c),
-                return_date=c.return_date,
-                text=c.reply_text[:20000],
-                subject=c.subject[:1000],
-                from_address=sender.lower() or None,
-                evidence=evidence,
-                source=row.source,
-                inbound_message_id=row.id,
-                left_company=c.left_company,
-                new_contact=c.new_contact,
-                references=tuple(r for r in (c.in_reply_to, *c.references) if r),
-            ),
-            app.settings,
-            app.failpoints,
-        )
-        row.status, row.lead_id = "matched", lead_id
-    elif match.status == "probable" and kind in (ReplyKind.HUMAN_REPLY, ReplyKind.UNSUBSCRIBE):
-        hold_probable(
-            uow,
-            match.lead_ids,
-            inbound_id=row.id,
-            sender=c.from_address or "",
-            subject=c.subject,
-            text=c.reply_text,
-            why=", ".join(match.evidence),
-            settings=app.settings,
-            received_at=_received(row, c),
-        )
-        row.status = "probable"
-    else:
-        row.status = "unmatched"
-        uow.add_event("inbound_unmatched", inbound_id=row.id, kind=kind, sender=c.from_address)
-    return _result_of(row, duplicate=False, lead_ids=match.lead_ids, evidence=evidence)
-
-
-def _received(row: m.InboundMessage, c: Classification) -> datetime:
-    # Our own clock, not the sender's Date header: "crossed" sends are measured against the
-    # moment the reply reached us, and a Date header can say anything.
-    return row.received_at
-
-
-def _soft_bounces(uow: UnitOfWork, address: str) -> int:
-    if not address:
-        return 0
-    return (
-        uow.session.scalar(
-            select(func.count())
-            .select_from(m.Reply)
-            .where(
-                m.Reply.workspace_id == uow.workspace_id,
-                m.Reply.kind == ReplyKind.BOUNCE_SOFT,
-                m.Reply.from_address == address.lower(),
-            )
-        )
-        or 0
-    )
+        return _result_of(row, duplicate=False, lead_ids=applied.lead_ids, evidence=applied.evidence)
 
 
 def _result_of(

@@ -1,12 +1,22 @@
-"""Which lead an inbound message belongs to, strongest evidence first (PRODUCT.md, Matching).
+"""Which lead an inbound message belongs to, and who is speaking (PRODUCT.md, Matching).
 
-1. a signed unsubscribe address of ours among the recipients;
+0. our own mail is never a reply: a message whose own Message-ID is one we sent, or whose
+   From is one of our mailboxes, is `ours` — unless it claims our mailbox and fails
+   authentication, which makes it `suspect` (kept for a person);
+1. a signed unsubscribe address of ours among the recipients (the token is the authority);
 2. our Message-IDs in In-Reply-To / References (stored before the send, so instant replies
-   match) — a new sender address proven this way is learned as the contact's alternate;
+   match). Then who is speaking: the thread lead's own address — her reply; another known
+   contact — THAT contact's reply (a known lead is a fact), and the thread's lead is named so
+   the caller can hold her; a sender we do not know — the thread lead's reply, marked
+   `sender_known=False`: it stops her, but teaches nothing and unsubscribes no one until a
+   person confirms (service_layer/confirmations.py);
 3. the original message inside a bounce, or its failed recipient;
 4. any known address of a contact, case-insensitive, `+tag` tolerant;
 5. weaker evidence — a subject of ours (Re:/AW:/SV:/... stripped) or the same company
    domain — gives only a *probable* match: a person confirms.
+
+Nothing here writes: matching only reads, so that the caller decides the whole effect in
+one place (service_layer/inbound_apply.py).
 """
 
 from __future__ import annotations
@@ -19,10 +29,16 @@ from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import InvalidAddress, base_address, domain_of, normalize_address
+from replyguard.domain.authentication import Verdict
 from replyguard.domain.inbound.classify import Classification
-from replyguard.domain.inbound.parse import header
+from replyguard.domain.inbound.parse import raw_header
 from replyguard.domain.inbound.subjects import subject_key
-from replyguard.domain.message_ids import check_unsubscribe_token, send_keys_in
+from replyguard.domain.message_ids import (
+    check_unsubscribe_token,
+    normalize_message_id,
+    send_key_of,
+    send_keys_in,
+)
 from replyguard.domain.states import ReplyKind, ReplyState, StepState
 from replyguard.service_layer.leads import contact_for_address
 from replyguard.service_layer.uow import UnitOfWork
@@ -72,27 +88,74 @@ _PROBABLE_LIMIT = 20
 
 @dataclass(frozen=True, slots=True)
 class Match:
-    status: str  # matched | probable | unmatched
+    status: str  # matched | probable | unmatched | ours | suspect
     lead_ids: tuple[int, ...] = ()
     evidence: tuple[str, ...] = ()
     kind_override: ReplyKind | None = None
+    #: The sender is the matched lead's own address, or the match itself is the authority
+    #: (our signed unsubscribe address, a bounce's original). False: a stranger in her thread.
+    sender_known: bool = True
+    #: The lead whose thread it was, when another known lead spoke in it.
+    thread_lead_id: int | None = None
+    #: It references a Message-ID we sent to the matched lead: written after that email.
+    in_thread: bool = False
 
 
 def recipients_of(msg: Message) -> list[str]:
     found: list[str] = []
     for name in RECIPIENT_HEADERS:
-        value = header(msg, name)
+        # Raw values: a decoded display name could pass for one of our addresses.
+        value = raw_header(msg, name)
         if value:
             found += [a.strip().lower() for _n, a in getaddresses([value]) if "@" in a]
     return found
 
 
-def match_message(uow: UnitOfWork, c: Classification, recipients: list[str], subject: str) -> Match:
+def match_message(
+    uow: UnitOfWork,
+    c: Classification,
+    recipients: list[str],
+    subject: str,
+    verdict: Verdict = Verdict.NONE,
+) -> Match:
+    own = _by_own_mail(uow, c, verdict)
+    if own is not None:
+        return own
     for finder in (_by_unsubscribe_address, _by_thread, _by_bounce, _by_address):
         found = finder(uow, c, recipients)
         if found is not None:
             return found
     return _probable(uow, c, subject)
+
+
+def _by_own_mail(uow: UnitOfWork, c: Classification, verdict: Verdict) -> Match | None:
+    """Our sent mail read back (a Sent folder, Gmail's All Mail, a Bcc to ourselves)."""
+    own_id = normalize_message_id(c.message_id or "")
+    own_key = send_key_of(own_id) if own_id else None
+    if own_key and _lead_of_key(uow, own_key) is not None:
+        # The id is an HMAC of our secret: only we, or someone who received it from us,
+        # can write it, and neither makes it a reply.
+        return Match("ours", evidence=("ours:message-id",))
+    if c.bounce is None and c.from_address and is_our_mailbox(uow, c.from_address):
+        if verdict is Verdict.FAIL:
+            return Match("suspect", evidence=("ours:from-mailbox", "ours:authentication-failed"))
+        return Match("ours", evidence=("ours:from-mailbox",))
+    return None
+
+
+def is_our_mailbox(uow: UnitOfWork, address: str) -> bool:
+    """Whether `address` (or its `+tag`-less form) is one of this workspace's mailboxes."""
+    try:
+        normal = normalize_address(address)
+    except InvalidAddress:
+        return False
+    found = uow.session.scalar(
+        select(m.Mailbox.id).where(
+            m.Mailbox.workspace_id == uow.workspace_id,
+            m.Mailbox.address.in_({normal, base_address(normal)}),
+        )
+    )
+    return found is not None
 
 
 def _by_unsubscribe_address(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
@@ -107,20 +170,35 @@ def _by_unsubscribe_address(uow: UnitOfWork, c: Classification, recipients: list
         key = check_unsubscribe_token(secret, token)
         lead_id = _lead_of_key(uow, key) if key else None
         if lead_id is not None:
-            return Match("matched", (lead_id,), ("match:unsubscribe-address",), ReplyKind.UNSUBSCRIBE)
+            return Match(
+                "matched", (lead_id,), ("match:unsubscribe-address",), ReplyKind.UNSUBSCRIBE, in_thread=True
+            )
     return None
 
 
 def _by_thread(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
     keys = send_keys_in(c.in_reply_to or "") + send_keys_in(" ".join(c.references))
     for key in dict.fromkeys(keys):
-        lead_id = _lead_of_key(uow, key)
-        if lead_id is None:
+        thread_lead = uow.session.execute(
+            select(m.Lead.id, m.Lead.contact_id, m.Lead.product_id)
+            .join(m.Step, m.Step.lead_id == m.Lead.id)
+            .where(m.Step.workspace_id == uow.workspace_id, m.Step.send_key == key)
+        ).one_or_none()
+        if thread_lead is None:
             continue
-        evidence = ["match:thread"]
-        if c.kind not in (ReplyKind.BOUNCE_HARD, ReplyKind.BOUNCE_SOFT) and _learn_alternate(uow, lead_id, c):
-            evidence.append("match:learned-alternate")
-        return Match("matched", (lead_id,), tuple(evidence))
+        lead_id = thread_lead.id
+        if c.kind in (ReplyKind.BOUNCE_HARD, ReplyKind.BOUNCE_SOFT):
+            return Match("matched", (lead_id,), ("match:thread",), in_thread=True)
+        speaker = _contact_id_of(uow, c.from_address)
+        if speaker == thread_lead.contact_id:
+            return Match("matched", (lead_id,), ("match:thread",), in_thread=True)
+        if speaker is not None:
+            own = _lead_of_contact(uow, speaker, thread_lead.product_id, recipients)
+            if own is not None:
+                evidence = ("match:thread", "match:another-lead-in-thread")
+                return Match("matched", (own,), evidence, thread_lead_id=lead_id)
+        evidence = ("match:thread", "match:unknown-sender")
+        return Match("matched", (lead_id,), evidence, sender_known=False, in_thread=True)
     return None
 
 
@@ -130,7 +208,7 @@ def _by_bounce(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Mat
     for key in send_keys_in(c.bounce.original_message_id or ""):
         lead_id = _lead_of_key(uow, key)
         if lead_id is not None:
-            return Match("matched", (lead_id,), ("match:bounce-original",))
+            return Match("matched", (lead_id,), ("match:bounce-original",), in_thread=True)
     if c.bounce.recipient:
         lead_id = _lead_for_address(uow, c.bounce.recipient, recipients)
         if lead_id is not None:
@@ -149,6 +227,37 @@ def _lead_of_key(uow: UnitOfWork, key: str) -> int | None:
     return uow.session.scalar(
         select(m.Step.lead_id).where(m.Step.workspace_id == uow.workspace_id, m.Step.send_key == key)
     )
+
+
+def _contact_id_of(uow: UnitOfWork, address: str | None) -> int | None:
+    """The contact owning `address` (or its `+tag`-less form), without loading it."""
+    try:
+        normal = normalize_address(address or "")
+    except InvalidAddress:
+        return None
+    return uow.session.scalar(
+        select(m.ContactAddress.contact_id).where(
+            m.ContactAddress.workspace_id == uow.workspace_id,
+            m.ContactAddress.address.in_({normal, base_address(normal)}),
+        )
+    )
+
+
+def _lead_of_contact(uow: UnitOfWork, contact_id: int, product_id: int, recipients: list[str]) -> int | None:
+    """The contact's lead in the given product, else the one `_lead_for_address` would pick."""
+    same_product = uow.session.scalar(
+        select(m.Lead.id).where(
+            m.Lead.workspace_id == uow.workspace_id,
+            m.Lead.contact_id == contact_id,
+            m.Lead.product_id == product_id,
+        )
+    )
+    if same_product is not None:
+        return same_product
+    address = uow.session.scalar(
+        select(m.ContactAddress.address).where(m.ContactAddress.contact_id == contact_id).limit(1)
+    )
+    return _lead_for_address(uow, address, recipients) if address else None
 
 
 def _lead_for_address(uow: UnitOfWork, address: str, recipients: list[str]) -> int | None:
@@ -174,34 +283,6 @@ def _lead_for_address(uow: UnitOfWork, address: str, recipients: list[str]) -> i
         return by_mailbox[0]
     sent = sorted(((sent_at, lead) for lead, _, sent_at in rows if sent_at is not None), reverse=True)
     return sent[0][1] if sent else min(lead for lead, _, _ in rows)
-
-
-def _learn_alternate(uow: UnitOfWork, lead_id: int, c: Classification) -> bool:
-    """A reply in our thread from an unknown address: that address belongs to the contact."""
-    try:
-        address = normalize_address(c.from_address or "")
-    except InvalidAddress:
-        return False
-    taken = uow.session.scalar(
-        select(m.ContactAddress.id).where(
-            m.ContactAddress.workspace_id == uow.workspace_id,
-            m.ContactAddress.address.in_({address, base_address(address)}),
-        )
-    )
-    if taken is not None:
-        return False
-    contact_id = uow.session.get_one(m.Lead, lead_id).contact_id
-    uow.session.add(
-        m.ContactAddress(
-            workspace_id=uow.workspace_id,
-            contact_id=contact_id,
-            address=address,
-            domain=domain_of(address),
-            is_primary=False,
-        )
-    )
-    uow.add_event("alternate_learned", lead_id=lead_id, address=address)
-    return True
 
 
 def _probable(uow: UnitOfWork, c: Classification, subject: str) -> Match:

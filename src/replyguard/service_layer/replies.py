@@ -51,6 +51,10 @@ class IncomingReply:
     left_company: bool = False
     new_contact: str | None = None  # "please contact ... instead", from a left-company notice
     references: tuple[str, ...] = ()  # In-Reply-To and References: which of our emails they saw
+    # False: a sender we cannot tie to the lead (a stranger in her thread, or mail that failed
+    # authentication). An unsubscribe then stops the lead but suppresses nothing until a
+    # person confirms (service_layer/confirmations.py).
+    sender_confirmed: bool = True
 
 
 @dataclass
@@ -74,8 +78,9 @@ def record_reply(
     failpoints: Failpoints | None = None,
 ) -> ReplyOutcome:
     """Record `reply` for the lead and apply its whole effect. The caller commits."""
-    if reply_policy.contact_wide(reply.kind):
-        # Unsubscribes and absences touch every lead of the contact (locked in id order).
+    if reply_policy.contact_wide(reply.kind) and reply.sender_confirmed:
+        # Unsubscribes and absences touch every lead of the contact (locked in id order); a
+        # sender we cannot tie to the contact speaks for the thread's lead only.
         contact_id = uow.session.get_one(m.Lead, lead_id).contact_id
         contact_leads = _contact_lead_ids(uow, contact_id)
         uow.lock_leads(contact_leads)
@@ -104,6 +109,7 @@ def record_reply(
             max_pause=settings.max_pause,
             left_company=reply.left_company,
             other_address=any(a != bounced for a in addresses) if bounced else len(addresses) > 1,
+            sender_confirmed=reply.sender_confirmed,
         )
 
     effect = decide(lead.reply_state)

@@ -25,6 +25,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -400,10 +401,21 @@ class Event(Base):
 
 
 class InboundMessage(Base):
-    """Every message received, stored raw before anything else (invariant 5)."""
+    """Every message received, stored raw before anything else (invariant 5).
+
+    Two levels of "the same message": `dedupe_key` (Message-ID and body) makes a re-delivery of
+    the same bytes one row; `effect_key` (Message-ID and sender) makes copies that a transport
+    changed (a webhook rebuilt from parsed fields, an IMAP and an LMTP copy) one effect — the
+    first copy to be applied takes the key, the next is stored with `duplicate_of` pointing at it.
+    """
 
     __tablename__ = "inbound_messages"
-    __table_args__ = (UniqueConstraint("workspace_id", "dedupe_key"),)
+    __table_args__ = (
+        UniqueConstraint("workspace_id", "dedupe_key"),
+        # A unique index rather than a constraint: SQLite adds an index in place, while a new
+        # constraint would copy the table (raw messages included) in the migration.
+        Index("ux_inbound_messages_effect_key", "workspace_id", "effect_key", unique=True),
+    )
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
     dedupe_key: Mapped[str] = mapped_column(String(64))
@@ -416,6 +428,36 @@ class InboundMessage(Base):
     kind: Mapped[str | None] = mapped_column(String(20))
     lead_id: Mapped[int | None] = mapped_column(ForeignKey("leads.id"))
     processed_at: Mapped[datetime | None]
+    #: Imported from a mailbox's past (ingest_raw(history=True)): it only informs unless it
+    #: proves to be newer than our first email to the lead (domain/reply_policy.py).
+    history: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    sender: Mapped[str | None] = mapped_column(String(320))  # the From address we attribute
+    #: The Authentication-Results verdict for the From domain (domain/authentication.py).
+    auth: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    effect_key: Mapped[str | None] = mapped_column(String(64))
+    # No foreign key to its own table, for the same reason.
+    duplicate_of: Mapped[int | None] = mapped_column(Id)
+
+
+class SenderConfirmation(Base):
+    """What a person must confirm before a sender we cannot tie to a lead may change more
+    than the lead's own sequence: learning the address as hers, and unsubscribing her."""
+
+    __tablename__ = "sender_confirmations"
+    __table_args__ = (Index("ix_sender_confirmations_state", "workspace_id", "state"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    lead_id: Mapped[int] = mapped_column(ForeignKey("leads.id"), index=True)
+    inbound_message_id: Mapped[int] = mapped_column(ForeignKey("inbound_messages.id"))
+    reply_id: Mapped[int | None] = mapped_column(ForeignKey("replies.id"))
+    sender: Mapped[str] = mapped_column(String(320))
+    learn_address: Mapped[bool] = mapped_column(Boolean)
+    unsubscribe: Mapped[bool] = mapped_column(Boolean)
+    reason: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(20), default="pending")  # pending|confirmed|rejected
+    created_at: Mapped[datetime]
+    decided_at: Mapped[datetime | None]
+    decided_by: Mapped[str | None] = mapped_column(String(320))
 
 
 class MailboxCursor(Base):

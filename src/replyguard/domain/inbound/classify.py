@@ -13,9 +13,10 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from email.message import EmailMessage
-from email.utils import getaddresses, parsedate_to_datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
+from replyguard.domain.addresses import sender_of
 from replyguard.domain.inbound.autoreply import detect_auto_reply
 from replyguard.domain.inbound.bounce import BounceInfo, detect_bounce
 from replyguard.domain.inbound.parse import (
@@ -23,13 +24,14 @@ from replyguard.domain.inbound.parse import (
     extract_body,
     header,
     parse_message,
+    raw_header,
 )
 from replyguard.domain.inbound.quotes import new_text_with_history
 from replyguard.domain.inbound.returndate import find_return_date
 from replyguard.domain.inbound.unsubscribe import detect_unsubscribe
+from replyguard.domain.message_ids import message_ids_in, parent_id, thread_references
 from replyguard.domain.states import ReplyKind
 
-_MAX_REFERENCES = 50
 _MAX_NOTICE_CHARS = 4000
 
 
@@ -70,8 +72,10 @@ class Classification:
         }
 
 
-# "Name <a@b>", "\"Name, Inc\" <a@b>", "a@b", "a@b (comment)": read without getaddresses, which
-# is a careful RFC 5322 parser and one of the slowest steps of classification.
+# "Name <a@b>", "\"Name, Inc\" <a@b>", "a@b", "a@b (comment)": the common shapes, read by one
+# regular expression; anything else goes through sender_of.
+_SURROGATE = re.compile("[\udc80-\udcff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 _SIMPLE_FROM = re.compile(
     r'^\s*(?:[^<>@",;()\\]*|"[^"\\<>]*")\s*<\s*([^\s<>@",;()\\]+@[^\s<>@",;()\\]+)\s*>\s*$'
     r'|^\s*([^\s<>@",;()\\]+@[^\s<>@",;()\\]+)\s*(?:\([^()"\\]*\))?\s*$'
@@ -79,18 +83,14 @@ _SIMPLE_FROM = re.compile(
 
 
 def _from_address(msg: EmailMessage) -> str | None:
-    value = header(msg, "from")
+    # The RAW value: a decoded display name may itself look like an address (see sender_of).
+    value = raw_header(msg, "from") or ""
+    if _SURROGATE.search(value):  # 8-bit bytes as compat32 keeps them: an EAI address is UTF-8
+        value = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     simple = _SIMPLE_FROM.match(value)
-    if simple:
-        return (simple.group(1) or simple.group(2)).strip()
-    try:
-        pairs = getaddresses([value])
-    except Exception:
-        return None
-    for _name, addr in pairs:
-        if "@" in addr:
-            return addr.strip()
-    return None
+    found = (simple.group(1) or simple.group(2)).strip() if simple else sender_of(value)
+    # A control character (a NUL) is never part of an address, and could not even be stored.
+    return None if found is None or _CONTROL.search(found) else found
 
 
 def _date(msg: EmailMessage) -> datetime | None:
@@ -103,10 +103,6 @@ def _date(msg: EmailMessage) -> datetime | None:
         return None
     # Only aware datetimes leave the domain; a zone-less Date is read as UTC.
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _ids(value: str) -> tuple[str, ...]:
-    return tuple(tok for tok in value.split() if tok.startswith("<") and tok.endswith(">"))[:_MAX_REFERENCES]
 
 
 def classify(raw: bytes) -> Classification:
@@ -167,7 +163,7 @@ def classify_message(msg: EmailMessage) -> Classification:
         subject=subject,
         from_address=sender,
         message_id=header(msg, "message-id") or None,
-        in_reply_to=(_ids(header(msg, "in-reply-to")) or (None,))[0],
-        references=_ids(header(msg, "references")),
+        in_reply_to=parent_id(message_ids_in(header(msg, "in-reply-to"))),
+        references=thread_references(message_ids_in(header(msg, "references"))),
         date=sent,
     )

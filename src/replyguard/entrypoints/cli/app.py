@@ -528,7 +528,12 @@ def ingest(
 def inbound_list(
     ctx: typer.Context,
     status: Annotated[
-        str, typer.Option("--status", help="unmatched, probable, unparsable, matched")
+        str,
+        typer.Option(
+            "--status",
+            help="unmatched, probable, unparsable, matched, suspect (claims our mailbox, fails "
+            "authentication), ours, history, duplicate",
+        ),
     ] = "unmatched",
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -604,11 +609,12 @@ def demo(
     raise typer.Exit(run_demo(options.db or "sqlite:///demo.db", examples, outbox, out))
 
 
-from replyguard.entrypoints.cli import listen_cmd, poll_cmd, serve_cmd  # noqa: E402
+from replyguard.entrypoints.cli import listen_cmd, poll_cmd, senders_cmd, serve_cmd  # noqa: E402
 
 serve_cmd.register(app)
 listen_cmd.register(app)
 poll_cmd.register(app)
+senders_cmd.register(app)
 
 from replyguard.entrypoints.cli import notify_cmd, threads_cmd  # noqa: E402
 

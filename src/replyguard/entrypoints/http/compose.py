@@ -59,7 +59,18 @@ def compose(
     for item in attachments:
         _attach(msg, item)
     _fix_boundaries(msg)
-    return msg.as_bytes()
+    return _serialise(msg)
+
+
+def _serialise(msg: EmailMessage) -> bytes:
+    try:
+        return msg.as_bytes()
+    except UnicodeEncodeError:
+        # A header that cannot be written in ASCII without changing its meaning (a non-ASCII
+        # Message-ID: an encoded word there would be another id) is written as raw UTF-8, as
+        # RFC 6532 allows and as the copy the mail server received has it. Deterministic:
+        # the same payload always takes the same path.
+        return msg.as_bytes(policy=policy.SMTPUTF8)
 
 
 def _attach(msg: EmailMessage, item: Attachment) -> None:
@@ -78,7 +89,7 @@ def _fix_boundaries(msg: EmailMessage) -> None:
         return
     for index, part in enumerate(parts):
         part.set_boundary(f"rg-placeholder-{index}")
-    seed = hashlib.sha256(msg.as_bytes()).hexdigest()[:32]
+    seed = hashlib.sha256(_serialise(msg)).hexdigest()[:32]
     for index, part in enumerate(parts):
         part.set_boundary(f"=_rg_{seed}_{index}")
 

@@ -1,0 +1,198 @@
+"""What waits for a person before a sender we cannot tie to a lead may do more than stop her.
+
+A stranger answering in a lead's thread stops that lead at once (safe), but is never learned
+as her address and never unsubscribes her or suppresses her addresses on its own; the same
+holds for mail from her known address that failed authentication. Those parts wait here, as
+one `SenderConfirmation` with a notice to the lead's owner. A person's decision calls
+`confirm_sender` or `reject_sender` (the Rescue inbox puts a button on the notice). Each
+decision is one transaction; deciding twice changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from replyguard.adapters.db import models as m
+from replyguard.domain.addresses import InvalidAddress, base_address, domain_of, normalize_address
+from replyguard.domain.states import ReplyKind
+from replyguard.service_layer.failpoints import Failpoints
+from replyguard.service_layer.matching import is_our_mailbox
+from replyguard.service_layer.replies import IncomingReply, ReplyOutcome, record_reply
+from replyguard.service_layer.uow import UnitOfWork
+from replyguard.settings import Settings
+
+
+class ConfirmationNotFound(LookupError):
+    pass
+
+
+def learnable(uow: UnitOfWork, address: str | None) -> str | None:
+    """The normalised address if it could become a contact's address: valid, not one of our
+    own mailboxes, and not already some contact's. Else None."""
+    try:
+        normal = normalize_address(address or "")
+    except InvalidAddress:
+        return None
+    if is_our_mailbox(uow, normal):
+        return None
+    taken = uow.session.scalar(
+        select(m.ContactAddress.id).where(
+            m.ContactAddress.workspace_id == uow.workspace_id,
+            m.ContactAddress.address.in_({normal, base_address(normal)}),
+        )
+    )
+    return None if taken is not None else normal
+
+
+def request_confirmation(
+    uow: UnitOfWork,
+    lead_id: int,
+    *,
+    inbound_id: int,
+    reply_id: int | None,
+    sender: str,
+    learn_address: bool,
+    unsubscribe: bool,
+    why: str,
+) -> int:
+    """Record what a person must confirm, and tell the lead's owner. The caller commits."""
+    confirmation = m.SenderConfirmation(
+        workspace_id=uow.workspace_id,
+        lead_id=lead_id,
+        inbound_message_id=inbound_id,
+        reply_id=reply_id,
+        sender=sender[:320],
+        learn_address=learn_address,
+        unsubscribe=unsubscribe,
+        reason=why,
+        state="pending",
+        created_at=uow.clock.now(),
+    )
+    uow.session.add(confirmation)
+    uow.session.flush()
+    asks = [f"is {sender} this lead's address?"] if learn_address else []
+    asks += ["should this unsubscribe her and suppress her addresses?"] if unsubscribe else []
+    uow.session.add(
+        m.Notice(
+            workspace_id=uow.workspace_id,
+            lead_id=lead_id,
+            reply_id=reply_id,
+            recipient=owner_of(uow, lead_id),
+            kind="confirm_sender",
+            payload={
+                "confirmation_id": confirmation.id,
+                "sender": sender,
+                "inbound_id": inbound_id,
+                "why": why,
+                "learn_address": learn_address,
+                "unsubscribe": unsubscribe,
+                "questions": asks,
+                "recommendation": "The lead is stopped already. Confirm only if you know this "
+                "sender speaks for her; reject otherwise.",
+            },
+            created_at=uow.clock.now(),
+        )
+    )
+    uow.add_event(
+        "sender_confirmation_requested",
+        lead_id=lead_id,
+        confirmation_id=confirmation.id,
+        sender=sender,
+        learn_address=learn_address,
+        unsubscribe=unsubscribe,
+    )
+    return confirmation.id
+
+
+def confirm_sender(
+    uow: UnitOfWork,
+    confirmation_id: int,
+    settings: Settings,
+    *,
+    by: str,
+    failpoints: Failpoints | None = None,
+) -> ReplyOutcome | None:
+    """A person says the sender speaks for the lead: learn the address (unless it is ours or
+    taken by now) and apply the unsubscribe, in one transaction. The caller commits. Returns
+    the unsubscribe's outcome, if there was one to apply."""
+    confirmation = _pending(uow, confirmation_id)
+    if confirmation is None:
+        return None
+    uow.lock_leads([confirmation.lead_id])
+    if confirmation.learn_address:
+        address = learnable(uow, confirmation.sender)
+        if address is not None:
+            contact_id = uow.session.get_one(m.Lead, confirmation.lead_id).contact_id
+            uow.session.add(
+                m.ContactAddress(
+                    workspace_id=uow.workspace_id,
+                    contact_id=contact_id,
+                    address=address,
+                    domain=domain_of(address),
+                    is_primary=False,
+                )
+            )
+            uow.session.flush()
+            uow.add_event("alternate_learned", lead_id=confirmation.lead_id, address=address, by=by)
+    outcome = None
+    if confirmation.unsubscribe:
+        outcome = record_reply(
+            uow,
+            confirmation.lead_id,
+            IncomingReply(
+                kind=ReplyKind.UNSUBSCRIBE,
+                received_at=uow.clock.now(),
+                from_address=confirmation.sender or None,
+                evidence=(f"confirmed-by:{by}",),
+                source="person",
+                inbound_message_id=confirmation.inbound_message_id,
+            ),
+            settings,
+            failpoints,
+        )
+    _decide(uow, confirmation, "confirmed", by)
+    return outcome
+
+
+def reject_sender(uow: UnitOfWork, confirmation_id: int, *, by: str) -> None:
+    """A person says the sender does not speak for the lead: nothing is learned and nothing
+    is unsubscribed. The lead stays stopped; resuming her is a separate decision."""
+    confirmation = _pending(uow, confirmation_id)
+    if confirmation is not None:
+        _decide(uow, confirmation, "rejected", by)
+
+
+def _pending(uow: UnitOfWork, confirmation_id: int) -> m.SenderConfirmation | None:
+    query = select(m.SenderConfirmation).where(
+        m.SenderConfirmation.id == confirmation_id,
+        m.SenderConfirmation.workspace_id == uow.workspace_id,
+    )
+    if uow.postgres:
+        query = query.with_for_update()
+    confirmation = uow.session.scalars(query).one_or_none()
+    if confirmation is None:
+        raise ConfirmationNotFound(f"no sender confirmation {confirmation_id}")
+    return confirmation if confirmation.state == "pending" else None
+
+
+def _decide(uow: UnitOfWork, confirmation: m.SenderConfirmation, state: str, by: str) -> None:
+    confirmation.state, confirmation.decided_at, confirmation.decided_by = state, uow.clock.now(), by
+    uow.add_event(
+        f"sender_{state}",
+        lead_id=confirmation.lead_id,
+        confirmation_id=confirmation.id,
+        sender=confirmation.sender,
+        by=by,
+    )
+
+
+def owner_of(uow: UnitOfWork, lead_id: int) -> str:
+    """Who is told about this lead: the owner of its first campaign."""
+    owner = uow.session.scalar(
+        select(m.Campaign.owner)
+        .join(m.Enrollment, m.Enrollment.campaign_id == m.Campaign.id)
+        .where(m.Enrollment.lead_id == lead_id, m.Enrollment.workspace_id == uow.workspace_id)
+        .order_by(m.Enrollment.id)
+        .limit(1)
+    )
+    return owner or "owner@unknown.invalid"

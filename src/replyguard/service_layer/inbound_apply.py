@@ -1,0 +1,283 @@
+"""One classified inbound message, applied: who speaks decides what it may do.
+
+Called by `ingest.process_stored` inside its transaction, after the message was parsed and
+classified. In order:
+
+1. **Authentication**: the receiving side's verdict for the From domain, recorded on the row.
+2. **Match** (service_layer/matching.py): ours, suspect, matched, probable or unmatched.
+3. **One effect per reply** (service_layer/effects.py): a copy of a message already applied
+   (same Message-ID and sender, whatever the transport did to its bytes) is stored as a
+   `duplicate` pointing at the first.
+4. **Effect**:
+   - `ours` (our own sent mail read back): recorded, nothing else — no lead, no notice.
+   - `suspect` (claims our mailbox, fails authentication): kept for a person in the inbound
+     list; it changes no lead.
+   - a message written before our first email to the lead (reply_policy.predates_first_send)
+     only informs: an event on her timeline, status `history`.
+   - `matched`: the reply transaction. A sender we cannot tie to the lead (a stranger in her
+     thread, or her address failing authentication) stops her, but what more a reply could
+     do — learn the address, unsubscribe, suppress — waits for a person (confirmations.py).
+     Another known lead answering in her thread: that lead's reply; the thread's lead is held
+     for a person (the conversation is probably taken by her colleague).
+   - `probable`: the candidate leads are held for a person.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from email.message import EmailMessage
+
+from sqlalchemy import func, select
+
+from replyguard.adapters.db import models as m
+from replyguard.bootstrap import App
+from replyguard.domain.addresses import domain_of
+from replyguard.domain.authentication import Verdict, judge
+from replyguard.domain.inbound.classify import Classification
+from replyguard.domain.inbound.parse import header
+from replyguard.domain.reply_policy import predates_first_send
+from replyguard.domain.states import Actor, ReplyKind, ReplyState, check_reply_move
+from replyguard.service_layer.confirmations import learnable, owner_of, request_confirmation
+from replyguard.service_layer.effects import claim_effect, effect_key
+from replyguard.service_layer.matching import Match, match_message, recipients_of
+from replyguard.service_layer.replies import IncomingReply, hold_probable, record_reply
+from replyguard.service_layer.uow import UnitOfWork
+
+#: Soft bounces for one address before it counts as a hard bounce.
+SOFT_BOUNCE_LIMIT = 3
+_PERSON_KINDS = (ReplyKind.HUMAN_REPLY, ReplyKind.UNSUBSCRIBE)
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    lead_ids: tuple[int, ...]
+    evidence: tuple[str, ...]
+
+
+def apply_inbound(
+    uow: UnitOfWork, app: App, row: m.InboundMessage, msg: EmailMessage, c: Classification
+) -> Applied:
+    """Decide and apply the whole effect of one stored message; sets its status. No commit."""
+    verdict = judge(
+        [str(v) for v in msg.get_all("authentication-results") or []],
+        domain_of(c.from_address or ""),
+        app.settings.authserv_ids,
+    )
+    row.sender, row.auth = (c.from_address or "").lower()[:320] or None, verdict.to_json()
+    match = match_message(uow, c, recipients_of(msg), header(msg, "subject"), verdict.verdict)
+    kind = match.kind_override or c.kind
+    evidence = (*c.evidence, *match.evidence, f"auth:{verdict.verdict}")
+    row.kind, row.processed_at = kind, uow.clock.now()
+    earlier = claim_effect(uow, row, effect_key(c.message_id, c.from_address, verdict.verdict), match.status)
+    if earlier is not None:
+        row.status, row.duplicate_of, row.lead_id = "duplicate", earlier.id, earlier.lead_id
+        uow.add_event("inbound_duplicate", lead_id=earlier.lead_id, inbound_id=row.id, first=earlier.id)
+        leads = (earlier.lead_id,) if earlier.lead_id else ()
+        return Applied(leads, (*evidence, f"duplicate-of:{earlier.id}"))
+    if match.status in ("ours", "suspect"):
+        row.status = match.status
+        uow.add_event(f"inbound_{match.status}", inbound_id=row.id, sender=c.from_address, evidence=evidence)
+        return Applied((), evidence)
+    if match.status == "matched":
+        return _apply_matched(uow, app, row, c, match, kind, verdict.verdict, evidence)
+    if match.status == "probable" and kind in _PERSON_KINDS:
+        return _hold_probable(uow, app, row, c, match, kind, evidence)
+    row.status = "unmatched"
+    uow.add_event("inbound_unmatched", inbound_id=row.id, kind=kind, sender=c.from_address)
+    return Applied(match.lead_ids, evidence)
+
+
+def _apply_matched(
+    uow: UnitOfWork,
+    app: App,
+    row: m.InboundMessage,
+    c: Classification,
+    match: Match,
+    kind: ReplyKind,
+    verdict: Verdict,
+    evidence: tuple[str, ...],
+) -> Applied:
+    lead_id = match.lead_ids[0]
+    if match.thread_lead_id is not None:  # two leads: lock both now, in id order
+        uow.lock_leads([lead_id, match.thread_lead_id])
+    if _predates(uow, row, c, lead_id, in_thread=match.in_thread):
+        applied = _inform(uow, row, c, (lead_id,), kind, evidence)
+    else:
+        applied = _record(uow, app, row, c, match, kind, verdict, evidence)
+    if match.thread_lead_id is not None and kind in _PERSON_KINDS:
+        _hold_thread_lead(uow, match.thread_lead_id, lead_id, c.from_address or "", row.id)
+    return applied
+
+
+def _record(
+    uow: UnitOfWork,
+    app: App,
+    row: m.InboundMessage,
+    c: Classification,
+    match: Match,
+    kind: ReplyKind,
+    verdict: Verdict,
+    evidence: tuple[str, ...],
+) -> Applied:
+    lead_id = match.lead_ids[0]
+    sender = (c.bounce.recipient if c.bounce and c.bounce.recipient else c.from_address) or ""
+    if kind is ReplyKind.BOUNCE_SOFT and _soft_bounces(uow, sender) + 1 >= SOFT_BOUNCE_LIMIT:
+        kind, evidence = ReplyKind.BOUNCE_HARD, (*evidence, f"bounce:soft-repeated-{SOFT_BOUNCE_LIMIT}")
+        row.kind = kind
+    confirmed = match.sender_known and verdict is not Verdict.FAIL
+    outcome = record_reply(
+        uow,
+        lead_id,
+        IncomingReply(
+            kind=kind,
+            # Our clock, not the sender's Date header: "crossed" sends are measured against
+            # the moment the reply reached us, and a Date header can say anything.
+            received_at=row.received_at,
+            return_date=c.return_date,
+            text=c.reply_text[:20000],
+            subject=c.subject[:1000],
+            from_address=sender.lower() or None,
+            evidence=evidence,
+            source=row.source,
+            inbound_message_id=row.id,
+            left_company=c.left_company,
+            new_contact=c.new_contact,
+            sender_confirmed=confirmed,
+            references=tuple(r for r in (c.in_reply_to, *c.references) if r),
+        ),
+        app.settings,
+        app.failpoints,
+    )
+    if not confirmed and kind in _PERSON_KINDS:
+        learn = not match.sender_known and learnable(uow, c.from_address) is not None
+        if learn or kind is ReplyKind.UNSUBSCRIBE:
+            why = (
+                "a sender we do not know, in this lead's thread"
+                if not match.sender_known
+                else ("her address, but the message failed authentication")
+            )
+            request_confirmation(
+                uow,
+                lead_id,
+                inbound_id=row.id,
+                reply_id=outcome.reply_id,
+                sender=c.from_address or "",
+                learn_address=learn,
+                unsubscribe=kind is ReplyKind.UNSUBSCRIBE,
+                why=why,
+            )
+    row.status, row.lead_id = "matched", lead_id
+    return Applied((lead_id,), evidence)
+
+
+def _hold_probable(
+    uow: UnitOfWork,
+    app: App,
+    row: m.InboundMessage,
+    c: Classification,
+    match: Match,
+    kind: ReplyKind,
+    evidence: tuple[str, ...],
+) -> Applied:
+    candidates = tuple(lead for lead in match.lead_ids if not _predates(uow, row, c, lead, in_thread=False))
+    if not candidates:
+        return _inform(uow, row, c, match.lead_ids, kind, evidence)
+    hold_probable(
+        uow,
+        candidates,
+        inbound_id=row.id,
+        sender=c.from_address or "",
+        subject=c.subject,
+        text=c.reply_text,
+        why=", ".join(match.evidence),
+        settings=app.settings,
+        received_at=row.received_at,
+    )
+    row.status = "probable"
+    return Applied(candidates, evidence)
+
+
+def _predates(
+    uow: UnitOfWork, row: m.InboundMessage, c: Classification, lead_id: int, *, in_thread: bool
+) -> bool:
+    if in_thread:  # answers our email: written after it, whatever else is true
+        return False
+    first = uow.session.scalar(
+        select(func.min(m.OutboundMessage.handed_at)).where(
+            m.OutboundMessage.workspace_id == uow.workspace_id, m.OutboundMessage.lead_id == lead_id
+        )
+    )
+    return predates_first_send(
+        written_at=c.date, first_sent_at=first, in_thread=in_thread, history=row.history
+    )
+
+
+def _inform(
+    uow: UnitOfWork,
+    row: m.InboundMessage,
+    c: Classification,
+    lead_ids: tuple[int, ...],
+    kind: ReplyKind,
+    evidence: tuple[str, ...],
+) -> Applied:
+    """Written before our first email to the lead: on her timeline, and nothing more."""
+    for lead_id in lead_ids:
+        uow.add_event(
+            "inbound_predates_first_send",
+            lead_id=lead_id,
+            inbound_id=row.id,
+            kind=kind,
+            sender=c.from_address,
+            date=c.date.isoformat() if c.date else None,
+            history=row.history,
+        )
+    row.status, row.lead_id = "history", lead_ids[0] if len(lead_ids) == 1 else None
+    return Applied(lead_ids, (*evidence, "history:predates-first-send"))
+
+
+def _hold_thread_lead(uow: UnitOfWork, lead_id: int, speaker_lead: int, sender: str, inbound_id: int) -> None:
+    """Another lead answered in this lead's thread: the conversation is probably taken, so
+    this lead sends nothing more until a person decides (held, steps waiting)."""
+    lead = uow.session.get_one(m.Lead, lead_id, populate_existing=True)
+    held = lead.reply_state in (ReplyState.ACTIVE, ReplyState.OUT_OF_OFFICE)
+    if held:
+        check_reply_move(ReplyState(lead.reply_state), ReplyState.HELD, Actor.SYSTEM)
+        lead.reply_state, lead.reply_state_updated_at = ReplyState.HELD, uow.clock.now()
+        lead.hold_reason = f"{sender}, another of our leads, answered in this lead's thread"
+    uow.add_event(
+        "thread_taken", lead_id=lead_id, by_lead=speaker_lead, sender=sender, inbound_id=inbound_id, held=held
+    )
+    if held:
+        uow.session.add(
+            m.Notice(
+                workspace_id=uow.workspace_id,
+                lead_id=lead_id,
+                recipient=owner_of(uow, lead_id),
+                kind="thread_taken",
+                payload={
+                    "sender": sender,
+                    "by_lead": speaker_lead,
+                    "inbound_id": inbound_id,
+                    "recommendation": "A colleague answered in this thread. Resume this lead, "
+                    "or stop it if the conversation now runs with the colleague.",
+                },
+                created_at=uow.clock.now(),
+            )
+        )
+
+
+def _soft_bounces(uow: UnitOfWork, address: str) -> int:
+    if not address:
+        return 0
+    return (
+        uow.session.scalar(
+            select(func.count())
+            .select_from(m.Reply)
+            .where(
+                m.Reply.workspace_id == uow.workspace_id,
+                m.Reply.kind == ReplyKind.BOUNCE_SOFT,
+                m.Reply.from_address == address.lower(),
+            )
+        )
+        or 0
+    )
