@@ -75,7 +75,7 @@ def test_a_known_lead_in_another_leads_thread_is_her_own_reply(app: App, clock: 
     with app.uow() as uow:
         assert contact_for_address(uow, AISHA).id != contact_for_address(uow, PRIYA).id  # type: ignore[union-attr]
         kinds = set(uow.session.scalars(select(m.Notice.kind)))
-    assert {"reply:human_reply", "thread_taken"} <= kinds
+    assert {"human_reply", "thread_taken"} <= kinds
 
 
 def test_a_stranger_in_her_thread_stops_her_but_unsubscribes_no_one_until_confirmed(
@@ -100,14 +100,20 @@ def test_a_stranger_in_her_thread_stops_her_but_unsubscribes_no_one_until_confir
     assert after.suppressions == before.suppressions and after.addresses == before.addresses
     [pending] = _pending(app)
     assert (pending.sender, pending.learn_address, pending.unsubscribe) == (STRANGER, True, True)
-    with app.uow() as uow:
-        notice = uow.session.scalars(select(m.Notice).where(m.Notice.kind == "confirm_sender")).one()
-        assert notice.payload["confirmation_id"] == pending.id and len(notice.payload["questions"]) == 2
+    with app.uow() as uow:  # her rescue thread asks a person, and its notice goes to the owner
+        thread = uow.session.scalars(
+            select(m.RescueThread).where(m.RescueThread.kind == "confirm_sender")
+        ).one()
+        assert {"confirm_sender", "reject_sender"} <= set(thread.actions)
+        assert STRANGER in (thread.next_step or "")
+        assert uow.session.scalars(select(m.Notice).where(m.Notice.thread_id == thread.id)).all()
+        thread_id = thread.id
 
     from replyguard.service_layer.confirmations import confirm_sender  # new: tests run on old code too
+    from replyguard.service_layer.decisions import Request, decide
 
-    with app.uow() as uow:  # a person confirms: now it is hers, and it unsubscribes her
-        confirm_sender(uow, pending.id, app.settings, by="dana@northwind-analytics.test")
+    with app.uow() as uow:  # a person confirms on the thread: now it is hers, and it unsubscribes her
+        decide(uow, thread_id, Request("confirm_sender", by="dana@northwind-analytics.test"), app.settings)
         uow.commit()
     assert lead_state(app, PRIYA, FORECASTING) == "unsubscribed"
     with app.uow() as uow:

@@ -24,6 +24,11 @@ class ThreadKind(enum.StrEnum):
     BOUNCE = "bounce_hard"  # the address bounced; the contact has another one
     PROBABLE_REPLY = "probable_reply"
     UNKNOWN_OUTCOME = "unknown_outcome"
+    #: Another of our leads answered in this lead's thread: this one is held.
+    THREAD_TAKEN = "thread_taken"
+    #: A sender we cannot tie to the lead wrote in her thread: the lead is stopped, and what
+    #: only she may ask (learn the address, unsubscribe) waits for a person's confirmation.
+    CONFIRM_SENDER = "confirm_sender"
 
 
 #: How long before a reply arrived one of our emails may have gone out and crossed it.
@@ -60,6 +65,7 @@ class Situation:
     new_contact: str | None = None
     absent_until: date | None = None
     subject: str | None = None
+    sender: str | None = None  # who wrote, when it is not the lead (a colleague, a stranger)
     other_products: tuple[OtherProduct, ...] = ()
     default_pause: timedelta = timedelta(days=7)
 
@@ -105,6 +111,22 @@ def _main(s: Situation) -> NextStep:
         return NextStep(
             f"Away until {until:%d %b %Y}, longer than the pause limit: pause until then, or stop.",
             (f"pause_until:{until.isoformat()}", "stop"),
+        )
+    if s.kind is ThreadKind.THREAD_TAKEN:
+        who = s.sender or "another of our leads"
+        return NextStep(
+            f"{who} answered in this thread: resume {s.contact or 'this lead'}, or stop if the "
+            "conversation now runs with them.",
+            ("resume", "stop"),
+        )
+    if s.kind is ThreadKind.CONFIRM_SENDER:
+        answer = _for_intent(s)
+        who = s.sender or "a sender we do not know"
+        return NextStep(
+            f"{who} wrote in the thread of {s.contact or 'this lead'}; the sequence is stopped. "
+            f"Confirm them only if they speak for this lead (their address is learned, an "
+            f"unsubscribe applied), else reject. {answer.text}",
+            ("confirm_sender", "reject_sender", *answer.actions),
         )
     if s.kind is ThreadKind.BOUNCE:
         return NextStep("The address bounced: write to their other address, or stop.", ("resume", "stop"))

@@ -3,8 +3,8 @@
 A stranger answering in a lead's thread stops that lead at once (safe), but is never learned
 as her address and never unsubscribes her or suppresses her addresses on its own; the same
 holds for mail from her known address that failed authentication. Those parts wait here, as
-one `SenderConfirmation` with a notice to the lead's owner. A person's decision calls
-`confirm_sender` or `reject_sender` (the Rescue inbox puts a button on the notice). Each
+one `SenderConfirmation`, and the lead's rescue thread asks for it (`confirm_sender` and
+`reject_sender` are decisions on the thread, and `replyguard senders confirm|reject`). Each
 decision is one transaction; deciding twice changes nothing the second time.
 """
 
@@ -14,7 +14,9 @@ from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import InvalidAddress, base_address, domain_of, normalize_address
+from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.states import ReplyKind
+from replyguard.service_layer import threads
 from replyguard.service_layer.failpoints import Failpoints
 from replyguard.service_layer.matching import is_our_mailbox
 from replyguard.service_layer.replies import IncomingReply, ReplyOutcome, record_reply
@@ -24,6 +26,18 @@ from replyguard.settings import Settings
 
 class ConfirmationNotFound(LookupError):
     pass
+
+
+def pending_for(uow: UnitOfWork, lead_id: int, inbound_id: int | None) -> int | None:
+    """The id of the lead's pending confirmation (for this message when it is given)."""
+    query = select(m.SenderConfirmation.id).where(
+        m.SenderConfirmation.workspace_id == uow.workspace_id,
+        m.SenderConfirmation.lead_id == lead_id,
+        m.SenderConfirmation.state == "pending",
+    )
+    if inbound_id is not None:
+        query = query.where(m.SenderConfirmation.inbound_message_id == inbound_id)
+    return uow.session.scalar(query.order_by(m.SenderConfirmation.id.desc()).limit(1))
 
 
 def learnable(uow: UnitOfWork, address: str | None) -> str | None:
@@ -46,6 +60,7 @@ def learnable(uow: UnitOfWork, address: str | None) -> str | None:
 
 def request_confirmation(
     uow: UnitOfWork,
+    settings: Settings,
     lead_id: int,
     *,
     inbound_id: int,
@@ -55,7 +70,9 @@ def request_confirmation(
     unsubscribe: bool,
     why: str,
 ) -> int:
-    """Record what a person must confirm, and tell the lead's owner. The caller commits."""
+    """Record what a person must confirm, and hand it to a person: the lead's rescue thread
+    (opened by the reply this message recorded) asks for the confirmation, and its notice
+    goes to the owner. The caller commits."""
     confirmation = m.SenderConfirmation(
         workspace_id=uow.workspace_id,
         lead_id=lead_id,
@@ -70,28 +87,18 @@ def request_confirmation(
     )
     uow.session.add(confirmation)
     uow.session.flush()
-    asks = [f"is {sender} this lead's address?"] if learn_address else []
-    asks += ["should this unsubscribe her and suppress her addresses?"] if unsubscribe else []
-    uow.session.add(
-        m.Notice(
-            workspace_id=uow.workspace_id,
-            lead_id=lead_id,
-            reply_id=reply_id,
-            recipient=owner_of(uow, lead_id),
-            kind="confirm_sender",
-            payload={
-                "confirmation_id": confirmation.id,
-                "sender": sender,
-                "inbound_id": inbound_id,
-                "why": why,
-                "learn_address": learn_address,
-                "unsubscribe": unsubscribe,
-                "questions": asks,
-                "recommendation": "The lead is stopped already. Confirm only if you know this "
-                "sender speaks for her; reject otherwise.",
-            },
-            created_at=uow.clock.now(),
-        )
+    threads.open_thread(
+        uow.session,
+        workspace_id=uow.workspace_id,
+        now=uow.clock.now(),
+        lead_id=lead_id,
+        handoff=threads.Handoff(
+            kind=ThreadKind.CONFIRM_SENDER,
+            reason=why,
+            inbound_message_id=inbound_id,
+            sender=sender,
+        ),
+        settings=settings,
     )
     uow.add_event(
         "sender_confirmation_requested",

@@ -234,4 +234,6 @@ _HANDLERS: dict[str, Handler] = {
     "sent": holds.it_was_sent,
     "not_sent": holds.it_was_not_sent,
     "send_again": holds.send_again,
+    "confirm_sender": holds.confirm_sender,
+    "reject_sender": holds.reject_sender,
 }

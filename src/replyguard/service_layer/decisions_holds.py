@@ -10,6 +10,7 @@ from sqlalchemy import select, update
 from replyguard.adapters.db import models as m
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.states import Actor, ReplyKind, ReplyState, StepState, check_step_move
+from replyguard.service_layer import confirmations
 from replyguard.service_layer.actions import resolve_unknown
 from replyguard.service_layer.decision_base import (
     DecisionError,
@@ -175,3 +176,29 @@ def send_again(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Settings)
     )
     uow.add_event("unknown_resolved", lead_id=step.lead_id, step_id=step.id, went_out=False, send_again=True)
     return _after_unknown(uow, thread, r, f"step {step.position} queued again")
+
+
+def confirm_sender(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Settings) -> DecisionResult:
+    """The stranger in the thread speaks for the lead: learn the address, apply the unsubscribe
+    they asked for (`confirmations.confirm_sender`)."""
+    confirmation_id = _pending_confirmation(uow, thread)
+    outcome = confirmations.confirm_sender(uow, confirmation_id, s, by=r.by)
+    what = "the sender is confirmed" + (f"; the lead is {outcome.lead_state}" if outcome else "")
+    return DecisionResult(thread.id, r.action, what, lead_state=lead_of(uow, thread.lead_id).reply_state)
+
+
+def reject_sender(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Settings) -> DecisionResult:
+    """The stranger does not speak for the lead: nothing is learned or unsubscribed. The lead
+    stays stopped; resuming her is a decision of its own."""
+    confirmations.reject_sender(uow, _pending_confirmation(uow, thread), by=r.by)
+    return DecisionResult(
+        thread.id, r.action, "the sender is rejected", lead_state=lead_of(uow, thread.lead_id).reply_state
+    )
+
+
+def _pending_confirmation(uow: UnitOfWork, thread: m.RescueThread) -> int:
+    found = confirmations.pending_for(uow, thread.lead_id, thread.inbound_message_id)
+    found = found or confirmations.pending_for(uow, thread.lead_id, None)
+    if found is None:
+        raise DecisionError("no sender waits for a confirmation on this thread")
+    return found

@@ -35,9 +35,11 @@ from replyguard.domain.addresses import domain_of
 from replyguard.domain.authentication import Verdict, judge
 from replyguard.domain.inbound.classify import Classification
 from replyguard.domain.inbound.parse import header
+from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.reply_policy import predates_first_send
 from replyguard.domain.states import Actor, ReplyKind, ReplyState, check_reply_move
-from replyguard.service_layer.confirmations import learnable, owner_of, request_confirmation
+from replyguard.service_layer import threads
+from replyguard.service_layer.confirmations import learnable, request_confirmation
 from replyguard.service_layer.effects import claim_effect, effect_key
 from replyguard.service_layer.matching import Match, match_message, recipients_of
 from replyguard.service_layer.replies import IncomingReply, hold_probable, record_reply
@@ -105,7 +107,7 @@ def _apply_matched(
     else:
         applied = _record(uow, app, row, c, match, kind, verdict, evidence)
     if match.thread_lead_id is not None and kind in _PERSON_KINDS:
-        _hold_thread_lead(uow, match.thread_lead_id, lead_id, c.from_address or "", row.id)
+        _hold_thread_lead(uow, app, match.thread_lead_id, lead_id, c.from_address or "", row.id)
     return applied
 
 
@@ -158,6 +160,7 @@ def _record(
             )
             request_confirmation(
                 uow,
+                app.settings,
                 lead_id,
                 inbound_id=row.id,
                 reply_id=outcome.reply_id,
@@ -235,34 +238,36 @@ def _inform(
     return Applied(lead_ids, (*evidence, "history:predates-first-send"))
 
 
-def _hold_thread_lead(uow: UnitOfWork, lead_id: int, speaker_lead: int, sender: str, inbound_id: int) -> None:
+def _hold_thread_lead(
+    uow: UnitOfWork, app: App, lead_id: int, speaker_lead: int, sender: str, inbound_id: int
+) -> None:
     """Another lead answered in this lead's thread: the conversation is probably taken, so
-    this lead sends nothing more until a person decides (held, steps waiting)."""
+    this lead sends nothing more until a person decides (held, steps waiting, a thread)."""
     lead = uow.session.get_one(m.Lead, lead_id, populate_existing=True)
-    held = lead.reply_state in (ReplyState.ACTIVE, ReplyState.OUT_OF_OFFICE)
+    before = lead.reply_state
+    held = before in (ReplyState.ACTIVE, ReplyState.OUT_OF_OFFICE)
+    reason = f"{sender}, another of our leads, answered in this lead's thread"
     if held:
-        check_reply_move(ReplyState(lead.reply_state), ReplyState.HELD, Actor.SYSTEM)
+        check_reply_move(ReplyState(before), ReplyState.HELD, Actor.SYSTEM)
         lead.reply_state, lead.reply_state_updated_at = ReplyState.HELD, uow.clock.now()
-        lead.hold_reason = f"{sender}, another of our leads, answered in this lead's thread"
+        lead.hold_reason = reason
     uow.add_event(
         "thread_taken", lead_id=lead_id, by_lead=speaker_lead, sender=sender, inbound_id=inbound_id, held=held
     )
     if held:
-        uow.session.add(
-            m.Notice(
-                workspace_id=uow.workspace_id,
-                lead_id=lead_id,
-                recipient=owner_of(uow, lead_id),
-                kind="thread_taken",
-                payload={
-                    "sender": sender,
-                    "by_lead": speaker_lead,
-                    "inbound_id": inbound_id,
-                    "recommendation": "A colleague answered in this thread. Resume this lead, "
-                    "or stop it if the conversation now runs with the colleague.",
-                },
-                created_at=uow.clock.now(),
-            )
+        threads.open_thread(
+            uow.session,
+            workspace_id=uow.workspace_id,
+            now=uow.clock.now(),
+            lead_id=lead_id,
+            handoff=threads.Handoff(
+                kind=ThreadKind.THREAD_TAKEN,
+                reason=reason,
+                inbound_message_id=inbound_id,
+                sender=sender,
+                state_before=before,
+            ),
+            settings=app.settings,
         )
 
 

@@ -156,6 +156,7 @@ def next_step_for(
             new_contact=data.get("new_contact"),
             absent_until=date.fromisoformat(absent) if absent else None,
             subject=thread.subject,
+            sender=data.get("sender"),
             other_products=others,
             default_pause=settings.default_pause,
         )

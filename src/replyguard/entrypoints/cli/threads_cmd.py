@@ -21,7 +21,7 @@ threads_app = typer.Typer(no_args_is_help=True, help="Reply Rescue: everything t
 
 ACTIONS = (
     "resume, stop, pause_until (--until), pause_others [--until], leave_others, not_a_reply, "
-    "confirm [--lead], reject, sent, not_sent, send_again [--step], reopen"
+    "confirm [--lead], reject, sent, not_sent, send_again [--step], confirm_sender, reject_sender, reopen"
 )
 
 
