@@ -169,7 +169,9 @@ def _print(report: dict[str, Any], console: Console, show_errors: bool) -> None:
         console.print(f"  {r['file']}: sisimai {r['expected_reason']}/{r['expected_verdict']} "
                       f"ours {r['kind']} {r['reason']} {r['evidence']}", highlight=False)  # fmt: skip
     wrong = report["not_failures_taken_for_bounces"]
-    console.print(f"Not failures (delivered, vacation): {report['not_failures']}, taken for bounces: {len(wrong)}")
+    console.print(
+        f"Not failures (delivered, vacation): {report['not_failures']}, taken for bounces: {len(wrong)}"
+    )
     unrec = report["unlabelled_unrecognised"]
     console.print(
         f"Without expectations: {report['unlabelled']} {report['unlabelled_kinds']}; "
@@ -195,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     report = evaluate(args.corpus)
     _print(report, console, args.show_errors)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    args.out.write_text(
+        json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+    )
     console.print(f"Report written to {args.out}")
     return 0
 
