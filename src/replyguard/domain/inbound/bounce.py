@@ -17,25 +17,38 @@ from email.parser import HeaderParser
 from typing import Any
 
 from replyguard.domain.inbound import phrases
-from replyguard.domain.inbound.bounce_reasons import is_hard, reason_for
+from replyguard.domain.inbound.bounce_facts import STATUS as _STATUS
+from replyguard.domain.inbound.bounce_facts import facts_of, find_status
+from replyguard.domain.inbound.bounce_policy import is_temporary, verdict
+from replyguard.domain.inbound.bounce_reasons import reason_for
 from replyguard.domain.inbound.parse import decode_part, header, header_names, own_parts, raw_header
 from replyguard.domain.inbound.subjects import has_reply_prefix
 
+# Delivery robots in all their spellings: mailer-daemon, MAILER_DAEMON, post_master,
+# post.master, mail.delivery, bounce(s), mdaemon, and list managers' own robots.
 _DAEMON_FROM = re.compile(
-    r"^(?:mailer-daemon|postmaster|mail-daemon|maildelivery|mail\.delivery|bounces?|"
-    r"mdaemon|nobody)(?:[+.-][^@]*)?@",
+    r"^(?:mailer[-_.]?daemon|post[-_.]?master|mail[-_.]?daemon|mail[-_.]?delivery|bounces?|"
+    r"mdaemon|nobody|mail[-_.]?(?:administrator|system)|smtp[-_.]?gateway)(?:[+.-][^@]*)?@",
     re.IGNORECASE,
 )
-_DAEMON_NAME = re.compile(r"mail delivery (?:sub)?system|mailer[- ]daemon|postmaster", re.I)
+_DAEMON_NAME = re.compile(
+    r"mail delivery (?:sub)?system|mailer[- _]?daemon|post[-_ ]?master|mail administrator|"
+    r"mail delivery service|delivery status notification",
+    re.I,
+)
+# A mailing-list manager's robot: Mailman's -owner/-bounces/-request, Google Groups.
+_LIST_ROBOT = re.compile(r"^[^@]+-(?:owner|bounces?|request|admin)(?:\+[^@]*)?@|@googlegroups\.com$", re.I)
 _NDR_SUBJECT = re.compile(
     r"undeliver|undelivered|delivery (?:status notification|failure|failed|has failed|"
     r"problem|report|notification)|mail delivery failed|returned mail|failure notice|"
     r"non[- ]?delivery|nondeliverable|could not be delivered|not delivered|"
-    r"message delayed|delayed mail|warning: .{0,30}(?:delayed|not yet been delivered)|"
+    r"message delayed|delayed mail|warning: .{0,30}(?:delayed|not yet been delivered|could not send)|"
     r"unzustellbar|nicht zustellbar|non remis|onbestelbaar|olevererbar|non recapitabile|"
-    r"no entregado|não entregue|niedostarczon|mail system error|returned to sender|"
+    r"no entregado|no se puede entregar|não entregue|niedostarczon|mail system error|returned to sender|"
     r"delivery notification|rejected|mail (?:failure|error)|failed mail|"
-    r"delivery (?:status|warning)",
+    r"delivery (?:status|warning)|moderator approval|"
+    r"エラー|送信(?:失敗|できません)|配信(?:不能|失敗)|不達|未達|返送|"
+    r"недоставлен|не доставлен|nedoručiteln|kézbesíthetetlen",
     re.IGNORECASE,
 )
 _NDR_TEXT = phrases.compile_lower(
@@ -45,13 +58,20 @@ _NDR_TEXT = phrases.compile_lower(
     r"(?:message|mail) (?:was )?not delivered|failed permanently|mailbox (?:is )?(?:full|"
     r"unavailable)|not yet been delivered|delivery (?:is |has been )?delayed|"
     r"following (?:address|recipient)s? (?:failed|had permanent)|reject(?:ed)?|quota|"
-    r"does not exist|no such (?:user|domain)|delivery attempts|\b[45]\.\d{1,3}\.\d{1,3}\b|"
+    r"does not exist|no such (?:user|domain)|delivery attempts|(?<![\d.])[45]\.\d{1,3}\.\d{1,3}(?!\.?\d)|"
     r"\b5[05][0-9][ -]|over quota|message size|not (?:a )?valid|could not deliver|"
     r"(?:was|were) not delivered|can(?:not|'t) be delivered|not listed in|"
     r"did not (?:exactly )?match|network error|warning message only|will be retried|"
-    r"fatal errors?|is delayed|message (?:is )?delayed",
+    r"fatal errors?|is delayed|message (?:is )?delayed|deferred|"
+    r"permission to post|not allowed to post|awaits moderator|held until the list moderator|"
+    r"nicht zugestellt|konnte nicht zugestellt|unzustellbar|existiert nicht|"
+    r"n'a pas pu être (?:remis|distribué)|non remis|n'existe pas|"
+    r"no se (?:ha )?(?:podido|pudo) entregar|no existe|non (?:è stato possibile recapitare|recapitabile)|"
+    r"não (?:foi possível entregar|pôde ser entregue)|kan niet worden bezorgd|onbestelbaar|"
+    r"nie (?:został|można) dostarczyć|nie istnieje|не (?:может быть )?доставлен|"
+    r"送信(?:に)?失敗|送信できませんでした|配信(?:でき|され)ませんでした|届きませんでした|存在しません|"
+    r"groups\.google\.com/support",
 )
-_STATUS = re.compile(r"\b([245])\.(\d{1,3})\.(\d{1,3})\b")
 _FIELD = re.compile(r"^(Final-Recipient|Original-Recipient|Action|Status|Diagnostic-Code)\s*:"
                     r"\s*(.*(?:\n[ \t].*)*)", re.IGNORECASE | re.MULTILINE)  # fmt: skip
 _MESSAGE_ID = re.compile(r"^\s*Message-ID\s*:\s*(<[^>\s]+>)", re.IGNORECASE | re.MULTILINE)
@@ -59,7 +79,8 @@ _MESSAGE_ID = re.compile(r"^\s*Message-ID\s*:\s*(<[^>\s]+>)", re.IGNORECASE | re
 _RETURNED_COPY = re.compile(
     r"^[-\s]*(?:This is a copy of|Below this line is a copy|Original message follows|"
     r"--- Below this line|Undelivered message follows|Original message as received|"
-    r"-+ ?Header of the (?:source|original) (?:mail|message))",
+    r"-+ ?Header of the (?:source|original) (?:mail|message)|-+ ?Original message ?-+|"
+    r"-+ ?Message truncated|-+ ?The header of the original message)",
     re.IGNORECASE | re.MULTILINE,
 )
 _SUCCESS_ACTIONS = frozenset({"delivered", "relayed", "expanded"})
@@ -90,6 +111,12 @@ class BounceInfo:
     recipient: str | None
     original_message_id: str | None
     diagnostic: str | None
+    why: str = ""  # the phrase or code that decided the reason
+
+    @property
+    def delayed(self) -> bool:
+        """A warning that delivery is still being tried: shown, never counted."""
+        return (self.action or "").startswith("delay")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,6 +127,8 @@ class BounceInfo:
             "recipient": self.recipient,
             "original_message_id": self.original_message_id,
             "diagnostic": self.diagnostic,
+            "why": self.why,
+            "delayed": self.delayed,
         }
 
 
@@ -198,6 +227,8 @@ def _ndr_signals(msg: Message, subject: str, from_address: str | None) -> list[s
         signals.append("subject:ndr")
     if "x-failed-recipients" in header_names(msg):
         signals.append("header:x-failed-recipients")
+    if from_address and _LIST_ROBOT.search(from_address):
+        signals.append("from:list-manager")
     return signals
 
 
@@ -245,8 +276,7 @@ def _complete(msg: Message, first: _Recipient, notice: str, evidence: list[str])
             evidence.append("flufl:" + ("permanent" if permanent else "temporary"))
             first.address = first.address or sorted(permanent or temporary)[0]
     if first.status is None:
-        found = _STATUS.search(first.diagnostic or notice)
-        first.status = ".".join(found.groups()) if found else None
+        first.status = find_status(first.diagnostic or notice)
 
 
 def detect_bounce(
@@ -280,15 +310,23 @@ def detect_bounce(
     evidence.extend(signals)
     first = recipients[0] if recipients else _Recipient()
     _complete(msg, first, notice, evidence)
-    reason = reason_for(first.status, first.action, (first.diagnostic, notice, subject))
+    facts = facts_of(first.status, first.action, first.diagnostic, f"{notice}\n{subject}")
+    reason, why = reason_for(facts)
     evidence.append(f"bounce:{reason}")
+    if why:
+        evidence.append(f"bounce:why:{why[:80]}")
+    if reason == "userunknown" and facts.status is None and facts.command is None:
+        evidence.append("bounce:wording-only")
+    if is_temporary(facts.status, first.action):
+        evidence.append("bounce:delayed" if (first.action or "").startswith("delay") else "bounce:temporary")
     info = BounceInfo(
-        hard=is_hard(reason, first.status),
+        hard=verdict(reason, facts.status, first.action),
         reason=reason,
-        status=first.status,
+        status=facts.status,
         action=first.action,
         recipient=first.address,
         original_message_id=_original_message_id(msg, text),
         diagnostic=first.diagnostic or None,
+        why=why[:200],
     )
     return info, tuple(evidence)

@@ -105,6 +105,13 @@ POLICIES: dict[str, Policy] = {
             "sisimai calls it soft because a provider may reactivate it",
         ),
         Policy(
+            "missing-user-wording",
+            "hard",
+            "'user unknown' / 'no such user' with no status code and no SMTP stage is a missing "
+            "user: we trust the words; sisimai calls it 'filtered' (soft) because it cannot rule "
+            "out a filter after DATA",
+        ),
+        Policy(
             "temporary-status",
             "soft",
             "a 4.x.x status, a 4xx reply or Action: delayed never suppresses, whatever the wording",
@@ -143,8 +150,11 @@ def policy_for(reason: str | None, status: str | None, evidence: Iterable[str] =
     entry = REASONS.get(reason or "")
     if entry is None:
         return None
-    if entry.sisimai_hard and (is_temporary(status, None) or "bounce:temporary" in evidence):
+    evidence = tuple(evidence)
+    if is_temporary(status, None) or "bounce:temporary" in evidence or "bounce:delayed" in evidence:
         return POLICIES["temporary-status"]
+    if reason == "userunknown" and "bounce:wording-only" in evidence:
+        return POLICIES["missing-user-wording"]
     if entry.hard != entry.sisimai_hard and entry.hard:
         return POLICIES["disabled-account"]
     return None
