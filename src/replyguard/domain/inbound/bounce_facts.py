@@ -13,8 +13,10 @@ import re
 
 from replyguard.domain.inbound.bounce_reasons import Facts
 
-# A status code stands alone: no digit or dot before it, no ".digit" after it.
+# A status code stands alone: no digit or dot before it, no ".digit" after it. Read out of prose,
+# only failures (4.x.x, 5.x.x) count: "2.3.0" in a notice is a version number more often than not.
 STATUS = re.compile(r"(?<![\d.])([245])\.(\d{1,3})\.(\d{1,3})(?!\.?\d)")
+_FAILURE_STATUS = re.compile(r"(?<![\d.])([45])\.(\d{1,3})\.(\d{1,3})(?!\.?\d)")
 _REPLY = re.compile(r"(?<![\d.\w])([245][0-5]\d)(?:[ -]|$)", re.MULTILINE)
 _COMMAND = re.compile(
     r"in reply to (?:the )?(rcpt to|mail from|end of data|data|helo|ehlo|rcpt|mail)\b|"
@@ -39,7 +41,8 @@ def _iso2022(text: str) -> str:
 
 
 def find_status(text: str) -> str | None:
-    found = STATUS.search(text)
+    """The first failure status code (4.x.x or 5.x.x) in prose, or None."""
+    found = _FAILURE_STATUS.search(text)
     return ".".join(found.groups()) if found else None
 
 

@@ -133,7 +133,7 @@ WORDING: dict[str, re.Pattern[str]] = {
         r"(?:domain|host) (?:not found|does not exist|is not reachable|name not found|unreachable)|"
         r"no such domain|name or service not known|nxdomain|unrouteable (?:mail )?domain|"
         r"unknown domain|recipient domain must exist|mail domain .{0,30} is unknown|"
-        r"couldn't find any host named|domain must exist|host \S+ not found|the account or domain may not exist|"
+        r"couldn't find any host named|domain must exist|mx records point to non-?existent hosts|unrouteable address|unroutable address|host \S+ not found|the account or domain may not exist|"
         r"\b553 \S+ does not exist|illegal host/domain",
     ),
     "spamdetected": _p(

@@ -18,6 +18,10 @@ from typing import Any
 
 from replyguard.domain.inbound.autoreply import detect_auto_reply
 from replyguard.domain.inbound.bounce import BounceInfo, detect_bounce
+from replyguard.domain.inbound.bounce_facts import facts_of
+from replyguard.domain.inbound.bounce_policy import verdict
+from replyguard.domain.inbound.bounce_reasons import reason_for
+from replyguard.domain.inbound.notices import Notice, detect_notice
 from replyguard.domain.inbound.parse import (
     body_text,
     extract_body,
@@ -109,6 +113,30 @@ def _ids(value: str) -> tuple[str, ...]:
     return tuple(tok for tok in value.split() if tok.startswith("<") and tok.endswith(">"))[:_MAX_REFERENCES]
 
 
+_BARE_UNSUBSCRIBE = re.compile(r"^\s*(?:unsubscribe|unsubscribe me|opt[- ]?out|abmelden|désabonner)\s*$", re.I)
+
+
+def _bare_unsubscribe(subject: str) -> bool:
+    return bool(_BARE_UNSUBSCRIBE.match(subject))
+
+
+def _notice_kind(notice: Notice) -> tuple[ReplyKind, tuple[str, ...], BounceInfo | None]:
+    """Read receipts and provider events other than bounces and complaints have no effect
+    (auto_reply: logged only); complaints and one-tap unsubscribes stop all mail."""
+    if notice.kind in ("complaint", "apple_unsubscribe") or notice.event == "complaint":
+        return ReplyKind.UNSUBSCRIBE, notice.evidence, None
+    if notice.event != "bounce":
+        return ReplyKind.AUTO_REPLY, notice.evidence, None
+    action = "failed" if notice.bounce_permanent else "delayed"
+    facts = facts_of(notice.bounce_status, action, notice.bounce_diagnostic, "")
+    reason, why = reason_for(facts)
+    hard = notice.bounce_permanent and verdict(reason, facts.status, action)
+    info = BounceInfo(hard, reason, facts.status, action, notice.bounce_recipient, None,
+                      notice.bounce_diagnostic or None, why[:200])  # fmt: skip
+    kind = ReplyKind.BOUNCE_HARD if hard else ReplyKind.BOUNCE_SOFT
+    return kind, (*notice.evidence, f"bounce:{reason}", f"bounce:why:{why[:80]}"), info
+
+
 def classify(raw: bytes) -> Classification:
     """Classify raw message bytes. Raises MessageParseError only (for non-mail input)."""
     return classify_message(parse_message(raw))
@@ -126,8 +154,12 @@ def classify_message(msg: EmailMessage) -> Classification:
     return_date: date | None = None
     left_company, new_contact = False, None
 
-    bounce, bounce_ev = detect_bounce(msg, subject, sender, full)
-    if bounce is not None:
+    notice = detect_notice(msg, subject, full, sender)
+    bounce, bounce_ev = (None, ()) if notice else detect_bounce(msg, subject, sender, full)
+    if notice is not None:
+        kind, evidence, bounce = _notice_kind(notice)
+        reply = full.strip()[:_MAX_NOTICE_CHARS]
+    elif bounce is not None:
         kind = ReplyKind.BOUNCE_HARD if bounce.hard else ReplyKind.BOUNCE_SOFT
         evidence = bounce_ev
         # A robot's notice has no quoted history to strip; its text is shown as it came.
@@ -139,6 +171,10 @@ def classify_message(msg: EmailMessage) -> Classification:
         auto = detect_auto_reply(msg, subject, reply, sender, quoted=quoted)
         if arf:
             kind, evidence = ReplyKind.UNSUBSCRIBE, unsubscribe_ev
+        elif auto.automatic and _bare_unsubscribe(subject):
+            # Apple Mail's one-tap unsubscribe and similar tools mark their mail automatic; a
+            # subject that is only "unsubscribe" is a request whatever the headers say.
+            kind, evidence = ReplyKind.UNSUBSCRIBE, ("subject:unsubscribe-only", *auto.evidence)
         elif auto.automatic:
             evidence = auto.evidence
             left_company, new_contact = auto.left_company, auto.new_contact
