@@ -26,6 +26,7 @@ from replyguard.domain.inbound.parse import (
     body_text,
     extract_body,
     header,
+    limits_of,
     parse_message,
 )
 from replyguard.domain.inbound.quotes import new_text_with_history
@@ -192,11 +193,12 @@ def classify_message(msg: EmailMessage) -> Classification:
             kind, evidence = ReplyKind.UNSUBSCRIBE, unsubscribe_ev
         else:
             evidence = ("default:human",)
+    cuts = (*limits_of(msg), *body.cuts)
     return Classification(
         kind=kind,
         return_date=return_date,
         reply_text=reply,
-        evidence=evidence,
+        evidence=(*evidence, *cuts),
         left_company=left_company,
         new_contact=new_contact,
         bounce=bounce,

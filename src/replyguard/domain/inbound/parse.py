@@ -24,6 +24,7 @@ from email.message import EmailMessage, Message
 from email.parser import BytesParser
 
 from replyguard.domain.inbound.htmltext import html_to_text
+from replyguard.domain.inbound.limits import MAX_HTML_CHARS, MAX_TEXT_CHARS, bound, cut_tags, cut_text
 
 _PARSER = BytesParser(_class=EmailMessage, policy=policy.compat32)
 # Charsets that mail clients label wrongly all the time: iso-8859-1 text written on Windows
@@ -43,6 +44,7 @@ class Body:
 
     plain: str
     html: str
+    cuts: tuple[str, ...] = ()  # "limit:..." evidence: what of the text was not read
 
 
 def parse_message(raw: bytes) -> EmailMessage:
@@ -54,13 +56,21 @@ def parse_message(raw: bytes) -> EmailMessage:
         raise MessageParseError("the message is empty")
     if data.startswith(b"From ") and b"\n" in data:
         data = data.split(b"\n", 1)[1]  # an mbox "From " envelope line is not a header
+    data, cuts = bound(data)  # bounded cost: headers and size cut before the parser sees them
     try:
         msg = _PARSER.parsebytes(data)
     except Exception as exc:  # the stdlib parser has rare internal errors on garbage
         raise MessageParseError(f"unreadable message: {exc.__class__.__name__}") from exc
     if not isinstance(msg, EmailMessage) or not list(_safe_keys(msg)):
         raise MessageParseError("no header found: this is not an email message")
+    msg.replyguard_limits = cuts  # type: ignore[attr-defined]
     return msg
+
+
+def limits_of(msg: Message) -> tuple[str, ...]:
+    """The 'limit:...' evidence of what `parse_message` did not read of this message."""
+    cuts = getattr(msg, "replyguard_limits", ())
+    return tuple(cuts) if isinstance(cuts, tuple) else ()
 
 
 def _safe_keys(msg: Message) -> list[str]:
@@ -191,7 +201,10 @@ def extract_body(msg: Message) -> Body:
             plain = decode_part(part)
         elif ctype == "text/html" and not html.strip():
             html = decode_part(part)
-    return Body(plain=plain.replace("\r\n", "\n").replace("\r", "\n"), html=html)
+    cuts: list[str] = []
+    plain = cut_text(plain, MAX_TEXT_CHARS, "text", cuts)
+    html = cut_tags(cut_text(html, MAX_HTML_CHARS, "html", cuts), cuts)
+    return Body(plain=plain.replace("\r\n", "\n").replace("\r", "\n"), html=html, cuts=tuple(cuts))
 
 
 def body_text(body: Body) -> str:
