@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import io
 from datetime import timedelta
 from email.message import EmailMessage
@@ -180,10 +182,32 @@ def test_soft_bounces_are_logged_and_repeated_ones_become_hard(app: App, clock: 
     _sent_day(app, clock)
     mid, _, _ = _first_sent(app, MARC, REPORTS)
     for n in range(3):
-        result = ingest_raw(app, _dsn(MARC, mid, "4.2.2", f"452 4.2.2 Mailbox full {n}"), "test")
+        result = ingest_raw(app, _dsn(MARC, mid, "5.2.2", f"552 5.2.2 Mailbox full {n}"), "test")
         expected = "bounce_soft" if n < 2 else "bounce_hard"
         assert result.kind == expected
         assert lead_state(app, MARC, REPORTS) == ("active" if n < 2 else "bounced")
+    with app.uow() as uow:
+        reasons = set(uow.session.scalars(select(m.Reply.bounce_reason)))
+    assert reasons == {"mailboxfull"}
+
+
+@pytest.mark.parametrize(
+    ("status", "diagnostic"),
+    [
+        ("4.2.2", "452 4.2.2 Mailbox full"),  # temporary: never suppresses
+        ("5.7.1", "554 5.7.1 Service unavailable; Client host [192.0.2.9] blocked using zen.spamhaus.org"),
+        ("5.7.26", "550 5.7.26 Unauthenticated email is not accepted due to domain's DMARC policy"),
+    ],
+)
+def test_temporary_and_sender_side_bounces_never_add_up_to_hard(
+    app: App, clock: FixedClock, status: str, diagnostic: str
+) -> None:
+    _sent_day(app, clock)
+    mid, _, _ = _first_sent(app, MARC, REPORTS)
+    for n in range(4):
+        result = ingest_raw(app, _dsn(MARC, mid, status, f"{diagnostic} ({n})"), "test")
+        assert result.kind == "bounce_soft"
+    assert lead_state(app, MARC, REPORTS) == "active"
 
 
 def test_an_unsubscribe_request_stops_every_product(app: App, clock: FixedClock) -> None:

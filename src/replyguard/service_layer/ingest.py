@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from email.utils import getaddresses
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
+from replyguard.domain.inbound.bounce_policy import ESCALATING_REASONS
 from replyguard.domain.inbound.classify import Classification, classify_message
 from replyguard.domain.inbound.parse import MessageParseError, header, parse_message
 from replyguard.domain.states import ReplyKind
@@ -153,10 +154,14 @@ def _apply(uow: UnitOfWork, app: App, row: m.InboundMessage, c: Classification, 
     if match.status == "matched":
         lead_id = match.lead_ids[0]
         sender = (c.bounce.recipient if c.bounce and c.bounce.recipient else c.from_address) or ""
-        if kind is ReplyKind.BOUNCE_SOFT and _soft_bounces(uow, sender) + 1 >= SOFT_BOUNCE_LIMIT:
+        reason = c.bounce.reason if c.bounce else None
+        # Only soft bounces that speak about the recipient add up (bounce_policy.escalates): a
+        # delay, a temporary failure or a problem of OUR sending never suppresses the address.
+        counts = kind is ReplyKind.BOUNCE_SOFT and c.bounce is not None and c.bounce.counts_toward_hard
+        if counts and _soft_bounces(uow, sender) + 1 >= SOFT_BOUNCE_LIMIT:
             kind, evidence = ReplyKind.BOUNCE_HARD, (*evidence, f"bounce:soft-repeated-{SOFT_BOUNCE_LIMIT}")
             row.kind = kind
-        record_reply(
+        outcome = record_reply(
             uow,
             lead_id,
             IncomingReply(
@@ -175,6 +180,10 @@ def _apply(uow: UnitOfWork, app: App, row: m.InboundMessage, c: Classification, 
             app.settings,
             app.failpoints,
         )
+        if reason is not None:
+            reply = uow.session.get(m.Reply, outcome.reply_id)
+            if reply is not None:
+                reply.bounce_reason = reason
         row.status, row.lead_id = "matched", lead_id
     elif match.status == "probable" and kind in (ReplyKind.HUMAN_REPLY, ReplyKind.UNSUBSCRIBE):
         hold_probable(
@@ -210,6 +219,8 @@ def _soft_bounces(uow: UnitOfWork, address: str) -> int:
                 m.Reply.workspace_id == uow.workspace_id,
                 m.Reply.kind == ReplyKind.BOUNCE_SOFT,
                 m.Reply.from_address == address.lower(),
+                # Rows from before reasons were stored (NULL) still count, as they always did.
+                or_(m.Reply.bounce_reason.is_(None), m.Reply.bounce_reason.in_(ESCALATING_REASONS)),
             )
         )
         or 0

@@ -19,7 +19,7 @@ from typing import Any
 from replyguard.domain.inbound import phrases
 from replyguard.domain.inbound.bounce_facts import STATUS as _STATUS
 from replyguard.domain.inbound.bounce_facts import facts_of, find_status
-from replyguard.domain.inbound.bounce_policy import is_temporary, verdict
+from replyguard.domain.inbound.bounce_policy import escalates, is_temporary, verdict
 from replyguard.domain.inbound.bounce_reasons import reason_for
 from replyguard.domain.inbound.parse import decode_part, header, header_names, own_parts, raw_header
 from replyguard.domain.inbound.subjects import has_reply_prefix
@@ -112,6 +112,13 @@ class BounceInfo:
     original_message_id: str | None
     diagnostic: str | None
     why: str = ""  # the phrase or code that decided the reason
+
+    @property
+    def counts_toward_hard(self) -> bool:
+        """Whether this soft bounce counts toward 'repeated soft bounces become hard': only a
+        permanent failure that speaks about the recipient (bounce_policy.escalates); never a delay
+        or a temporary (4.x.x) failure, never a problem of our own sending."""
+        return not is_temporary(self.status, self.action) and escalates(self.reason)
 
     @property
     def delayed(self) -> bool:

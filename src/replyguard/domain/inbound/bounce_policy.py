@@ -85,6 +85,10 @@ REASONS: dict[str, Reason] = {
 }
 
 
+#: The reasons whose repeated soft bounces may add up to a hard bounce.
+ESCALATING_REASONS: frozenset[str] = frozenset(name for name, r in REASONS.items() if r.escalates)
+
+
 @dataclass(frozen=True, slots=True)
 class Policy:
     """A deliberate disagreement with sisimai's hard/soft verdict."""

@@ -134,6 +134,8 @@ def detect_notice(msg: Message, subject: str, body: str, from_address: str | Non
     if provider is not None:
         return provider
     names = header_names(msg)
+    if msg.get_content_type() == "multipart/report":
+        return None  # an ARF report: the unsubscribe rules read its Feedback-Type
     if "x-hmxmroriginalrecipient" in names or (_JMRP.search(head) and _JMRP.search(subject + " " + head)):
         if "x-hmxmroriginalrecipient" in names or (from_address or "").lower().startswith(("staff@", "abuse@")):
             return Notice("complaint", ("complaint:non-arf",))

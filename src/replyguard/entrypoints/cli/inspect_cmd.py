@@ -94,10 +94,15 @@ def register(app: typer.Typer) -> None:
     """The same command in the Typer app (help, `python -m replyguard`)."""
     import typer
 
-    @app.command("inspect")
-    def inspect(
-        paths: Annotated[list[str], typer.Argument(help=".eml, mbox, Maildir or - (stdin)")],
-        as_json: Annotated[bool, typer.Option("--json", help="One JSON line per message.")] = False,
-    ) -> None:
+    def inspect(paths: list[str], as_json: bool = False) -> None:
         """Classify emails (files, mbox, Maildir, -) without touching any database."""
         raise typer.Exit(inspect_paths(paths, as_json))
+
+    # Real objects, not the strings `from __future__ import annotations` would leave: Typer
+    # resolves annotations in this module's globals, where typer is not imported (fast path).
+    inspect.__annotations__ = {
+        "paths": Annotated[list[str], typer.Argument(help=".eml, mbox, Maildir or - (stdin)")],
+        "as_json": Annotated[bool, typer.Option("--json", help="One JSON line per message.")],
+        "return": None,
+    }
+    app.command("inspect")(inspect)
