@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from hostile import HOSTILE, big_attachment, huge_subject, quoted_printable  # noqa: E402
+from hostile import HOSTILE, big_attachment, huge_subject, quoted_printable
 
-from replyguard.bootstrap import App  # noqa: E402
-from replyguard.domain.inbound import classify  # noqa: E402
-from replyguard.domain.inbound.parse import header, parse_message  # noqa: E402
-from replyguard.domain.states import ReplyKind  # noqa: E402
-from replyguard.service_layer.ingest import ingest_raw  # noqa: E402
+from replyguard.bootstrap import App
+from replyguard.domain.inbound import classify
+from replyguard.domain.inbound.parse import header, parse_message
+from replyguard.domain.states import ReplyKind
+from replyguard.service_layer.ingest import ingest_raw
 
 GENEROUS_CLASSIFY_CPU_S = 1.0  # 10x the 100 ms bound: a busy machine must still pass
 

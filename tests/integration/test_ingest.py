@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
 import io
 from datetime import timedelta
 from email.message import EmailMessage
 from email.utils import format_datetime
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select

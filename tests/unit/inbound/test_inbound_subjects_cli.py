@@ -98,7 +98,13 @@ def test_mutated_messages_only_raise_parse_error(edits):
 def test_inspect_prints_one_json_line_per_message_of_an_mbox_and_of_files(tmp_path, capsys, mail):
     mbox = tmp_path / "box.mbox"
     one, two = mail("Ja, gerne."), mail("Please unsubscribe me.")
-    mbox.write_bytes(b"From a@b Mon Jul 15 10:00:00 2024\n" + one + b"\n\nFrom a@b Mon Jul 15 10:01:00 2024\n" + two + b"\n")
+    mbox.write_bytes(
+        b"From a@b Mon Jul 15 10:00:00 2024\n"
+        + one
+        + b"\n\nFrom a@b Mon Jul 15 10:01:00 2024\n"
+        + two
+        + b"\n"
+    )
     single = tmp_path / "one.eml"
     single.write_bytes(one)
     assert inspect_run([str(mbox), str(single), "--json"]) == 0

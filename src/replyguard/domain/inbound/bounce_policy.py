@@ -39,7 +39,9 @@ class Reason:
     escalates: bool  # repeated soft bounces of this reason may become hard
 
 
-def _r(name: str, side: Side, sisimai_hard: bool = False, hard: bool | None = None, escalates: bool = False) -> Reason:
+def _r(
+    name: str, side: Side, sisimai_hard: bool = False, hard: bool | None = None, escalates: bool = False
+) -> Reason:
     return Reason(name, side, sisimai_hard, sisimai_hard if hard is None else hard, escalates)
 
 

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (pattern tables read best one family per line)
 """Why a delivery failed, in sisimai's reason taxonomy, from the facts of one failed recipient.
 
 Contract: `reason_for(facts)` returns `(reason, why)`: a reason name of `bounce_policy.REASONS`
@@ -63,7 +64,9 @@ WORDING: dict[str, re.Pattern[str]] = {
         r"size (?:limit )?exceeded|message length exceeds|email (?:is )?too large|"
         r"larger than (?:the )?(?:maximum|allowed)|message too big for system",
     ),
-    "exceedlimit": _p(r"message length exceeds administrative limit|exceeds? (?:the )?recipient'?s? (?:size )?limit"),
+    "exceedlimit": _p(
+        r"message length exceeds administrative limit|exceeds? (?:the )?recipient'?s? (?:size )?limit"
+    ),
     "suspend": _p(
         r"(?:account|mailbox|user|address) (?:has been |is (?:currently )?|was )?(?:disabled|deactivated|"
         r"suspended|discontinued|frozen|terminated|locked|inactive|archived)",
@@ -71,7 +74,9 @@ WORDING: dict[str, re.Pattern[str]] = {
         r"email account that you tried to reach is (?:disabled|inactive)|user suspended|"
         r"recipient suspend the service|temporarily inactive|has been suspended|is currently suspended",
     ),
-    "hasmoved": _p(r"has moved|address (?:has )?changed|no longer (?:at|with) this address|mailbox has moved"),
+    "hasmoved": _p(
+        r"has moved|address (?:has )?changed|no longer (?:at|with) this address|mailbox has moved"
+    ),
     "norelaying": _p(
         r"relay(?:ing)? (?:access )?(?:denied|not permitted|not allowed|prohibited)|"
         r"(?:not|unable to|we do not|does not) relay\b|no relaying|relay not permitted|"
@@ -115,9 +120,13 @@ WORDING: dict[str, re.Pattern[str]] = {
         r"ip name lookup failed|cannot resolve your address|unresolvable relay host|"
         r"generic dns|hosts? with dynamic ip|dynamic ip",
     ),
-    "notcompliantrfc": _p(r"rfc ?5322|rfc ?2822|rfc ?822|not (?:rfc[- ]?)?compliant|duplicate headers?|multiple (?:from|to|subject|date) "),
+    "notcompliantrfc": _p(
+        r"rfc ?5322|rfc ?2822|rfc ?822|not (?:rfc[- ]?)?compliant|duplicate headers?|multiple (?:from|to|subject|date) "
+    ),
     "badreputation": _p(r"(?:poor|bad|low) reputation|reputation (?:is|of)|sender score|ip reputation"),
-    "contenterror": _p(r"header (?:error|syntax)|malformed (?:header|message|mime)|invalid (?:header|mime)|8-?bit|non-ascii|utf-?8 (?:header|string)"),
+    "contenterror": _p(
+        r"header (?:error|syntax)|malformed (?:header|message|mime)|invalid (?:header|mime)|8-?bit|non-ascii|utf-?8 (?:header|string)"
+    ),
     "rejected": _p(
         r"(?:sender|from|envelope sender) (?:address )?(?:rejected|refused|not allowed|blacklisted|invalid|verify failed)|"
         r"domain of sender address|sender (?:domain )?(?:must|is empty|not pre-approved|was rejected)|"
@@ -141,7 +150,9 @@ WORDING: dict[str, re.Pattern[str]] = {
         r"message content rejected|rejected because of unacceptable content|spamassassin|"
         r"suspicious|spam-like|uribl|surbl|looks like spam",
     ),
-    "speeding": _p(r"rate limit|sending (?:too )?fast|too fast|exceeded (?:the )?(?:sending|message) rate|ratelimit"),
+    "speeding": _p(
+        r"rate limit|sending (?:too )?fast|too fast|exceeded (?:the )?(?:sending|message) rate|ratelimit"
+    ),
     "toomanyconn": _p(
         r"too many (?:connections|concurrent|sessions|simultaneous|recipients|messages|errors)|"
         r"connection limit|max(?:imum)? (?:number of )?connections",
@@ -174,7 +185,9 @@ WORDING_GENERIC: dict[str, re.Pattern[str]] = {
         r"hop count exceeded|too many hops|mail forwarding loop|name server|dns (?:error|lookup|failure)|"
         r"lookup fail",
     ),
-    "systemfull": _p(r"system (?:storage|disk) (?:full|has been exceeded)|mail system full|insufficient system storage"),
+    "systemfull": _p(
+        r"system (?:storage|disk) (?:full|has been exceeded)|mail system full|insufficient system storage"
+    ),
     "notaccept": _p(
         r"does not accept (?:any )?mail|null ?mx|mail receiving disabled|no mx record|accepts no mail|"
         r"host/domain does not accept mail|indicated no smtp service|no mx found",
@@ -194,7 +207,9 @@ WORDING_GENERIC: dict[str, re.Pattern[str]] = {
     ),
     "suppressed": _p(r"suppression list|suppressed|on (?:the|our) suppression"),
     "mailererror": _p(r"mailer error|x-unix|procmail|command died|exit status|program failed|pipe to"),
-    "syntaxerror": _p(r"syntax error|command unrecognized|command not recognized|unrecognized command|bad sequence of commands"),
+    "syntaxerror": _p(
+        r"syntax error|command unrecognized|command not recognized|unrecognized command|bad sequence of commands"
+    ),
 }
 
 # The meaning of an enhanced status code alone (RFC 3463 and its registry).
@@ -262,7 +277,11 @@ def _probe(reason: str, f: Facts, named: str) -> str | None:
         return hit if f.command == "RCPT" or (f.command is None and named in generic) else None
     if reason == "filtered":
         if named == "filtered":
-            return hit or (_search(WORDING["userunknown"], text) if f.command == "DATA" or named else None) or None
+            return (
+                hit
+                or (_search(WORDING["userunknown"], text) if f.command == "DATA" or named else None)
+                or None
+            )
         if f.command in _BEFORE_DATA:
             return None
         return hit or (_search(WORDING["userunknown"], text) if f.command == "DATA" or named else None)
@@ -278,7 +297,7 @@ def _probe(reason: str, f: Facts, named: str) -> str | None:
     return hit
 
 
-def reason_for(f: Facts) -> tuple[str, str]:
+def reason_for(f: Facts) -> tuple[str, str]:  # noqa: PLR0912 (one ordered list of checks)
     """(reason, why): see the module docstring for the order."""
     named = status_name(f.status)
     if named == "delivered":

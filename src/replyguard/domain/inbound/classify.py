@@ -114,7 +114,9 @@ def _ids(value: str) -> tuple[str, ...]:
     return tuple(tok for tok in value.split() if tok.startswith("<") and tok.endswith(">"))[:_MAX_REFERENCES]
 
 
-_BARE_UNSUBSCRIBE = re.compile(r"^\s*(?:unsubscribe|unsubscribe me|opt[- ]?out|abmelden|désabonner)\s*$", re.I)
+_BARE_UNSUBSCRIBE = re.compile(
+    r"^\s*(?:unsubscribe|unsubscribe me|opt[- ]?out|abmelden|désabonner)\s*$", re.I
+)
 
 
 def _bare_unsubscribe(subject: str) -> bool:

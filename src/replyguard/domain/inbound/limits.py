@@ -64,7 +64,7 @@ def _cut_depth(body: bytes, cuts: list[str]) -> bytes:
     an upper bound of the real depth)."""
     count = 0
     for match in _MULTIPART.finditer(body):
-        count += 1
+        count += 1  # noqa: SIM113
         if count > MAX_DEPTH:
             cuts.append(f"limit:mime-nesting-cut:{MAX_DEPTH}")
             return body[: match.start()]
