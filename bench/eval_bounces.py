@@ -100,7 +100,8 @@ def _score(results: list[dict[str, Any]]) -> dict[str, Any]:
         else:
             errors.append(r)
     ours_hard = [r for r in failures if r["verdict"] == "hard"]
-    hard_agree = [r for r in ours_hard if r["expected_verdict"] == "hard" or r in policy]
+    by_policy = {r["file"] for r in policy}
+    hard_agree = [r for r in ours_hard if r["expected_verdict"] == "hard" or r["file"] in by_policy]
     sisimai_hard = [r for r in failures if r["expected_verdict"] == "hard"]
     recalled = [r for r in sisimai_hard if r["verdict"] == "hard"]
     wrongly_bounce = [r for r in not_failures if r["verdict"]]

@@ -177,4 +177,4 @@ def test_failed_address_is_read_from_a_qmail_notice(mail, run):
     result = run(mail(body, subject="failure notice", sender="MAILER-DAEMON@mx.example.net"))
     assert result.kind is ReplyKind.BOUNCE_HARD
     assert result.bounce.recipient == "lead@example.net"
-    assert "notice:recipient" in result.evidence
+    assert "mta:qmail" in result.evidence

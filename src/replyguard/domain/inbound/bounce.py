@@ -17,10 +17,12 @@ from email.parser import HeaderParser
 from typing import Any
 
 from replyguard.domain.inbound import phrases
-from replyguard.domain.inbound.bounce_facts import STATUS as _STATUS
-from replyguard.domain.inbound.bounce_facts import facts_of, find_status
+from replyguard.domain.inbound.bounce_facts import facts_of
 from replyguard.domain.inbound.bounce_policy import escalates, is_temporary, verdict
-from replyguard.domain.inbound.bounce_reasons import reason_for
+from replyguard.domain.inbound.bounce_reasons import WORDING_ONLY, reason_for
+from replyguard.domain.inbound.mta import Mail, Report, read_reports
+from replyguard.domain.inbound.mta.mail import returned_copy_cut
+from replyguard.domain.inbound.mta.text import DsnFields, first_address
 from replyguard.domain.inbound.parse import decode_part, header, header_names, own_parts, raw_header
 from replyguard.domain.inbound.subjects import has_reply_prefix
 
@@ -45,7 +47,7 @@ _NDR_SUBJECT = re.compile(
     r"message delayed|delayed mail|warning: .{0,30}(?:delayed|not yet been delivered|could not send)|"
     r"unzustellbar|nicht zustellbar|non remis|onbestelbaar|olevererbar|non recapitabile|"
     r"no entregado|no se puede entregar|não entregue|niedostarczon|mail system error|returned to sender|"
-    r"delivery notification|rejected|mail (?:failure|error)|failed mail|"
+    r"delivery notification|rejected|mail (?:failure|error|failed)|failed mail|"
     r"delivery (?:status|warning)|moderator approval|"
     r"エラー|送信(?:失敗|できません)|配信(?:不能|失敗)|不達|未達|返送|"
     r"недоставлен|не доставлен|nedoručiteln|kézbesíthetetlen",
@@ -70,22 +72,21 @@ _NDR_TEXT = phrases.compile_lower(
     r"não (?:foi possível entregar|pôde ser entregue)|kan niet worden bezorgd|onbestelbaar|"
     r"nie (?:został|można) dostarczyć|nie istnieje|не (?:может быть )?доставлен|"
     r"送信(?:に)?失敗|送信できませんでした|配信(?:でき|され)ませんでした|届きませんでした|存在しません|"
-    r"groups\.google\.com/support",
+    r"groups\.google\.com/support|had delivery problems|non-delivered information|account is disabled|"
+    r"not a member of this mailing list|incorrectly constructed|malformed address|"
+    r"error has occurred while attempting to deliver|could not find a gateway|"
+    r"did not reach the following recipient|recipient name is not recognized|failed addresses follow|"
+    r"no valid recipients|unknown host",
 )
-_FIELD = re.compile(r"^(Final-Recipient|Original-Recipient|Action|Status|Diagnostic-Code)\s*:"
-                    r"\s*(.*(?:\n[ \t].*)*)", re.IGNORECASE | re.MULTILINE)  # fmt: skip
 _MESSAGE_ID = re.compile(r"^\s*Message-ID\s*:\s*(<[^>\s]+>)", re.IGNORECASE | re.MULTILINE)
-# Exim, qmail and others paste the returned message after a line like this one.
-_RETURNED_COPY = re.compile(
-    r"^[-\s]*(?:This is a copy of|Below this line is a copy|Original message follows|"
-    r"--- Below this line|Undelivered message follows|Original message as received|"
-    r"-+ ?Header of the (?:source|original) (?:mail|message)|-+ ?Original message ?-+|"
-    r"-+ ?Message truncated|-+ ?The header of the original message)",
-    re.IGNORECASE | re.MULTILINE,
+# A warning that delivery is still being tried (Sendmail, Exchange, Gmail write one of these).
+_DELAY = re.compile(
+    r"warning message only|you do not need to resend|will (?:keep|continue) trying|"
+    r"delivery attempts will continue|has not yet been delivered|not yet been delivered|\bdeferred:",
+    re.IGNORECASE,
 )
 _SUCCESS_ACTIONS = frozenset({"delivered", "relayed", "expanded"})
 _RETURNED_TYPES = frozenset({"message/rfc822", "text/rfc822-headers", "message/rfc822-headers"})
-_ADDR = re.compile(r"<?([\w.+'=-]+@[\w-]+(?:\.[\w-]+)+)>?")
 _ADDR_ANY = re.compile(r"[\w.+'=-]+@[\w.-]+")
 _LINE_ADDR = re.compile(
     r"^[\s>*-]*<?([\w.+'=/-]+@[\w-]+(?:\.[\w-]+)+)>?\s*[:.,]?\s*(?:\(.*\))?$", re.MULTILINE
@@ -137,58 +138,6 @@ class BounceInfo:
             "why": self.why,
             "delayed": self.delayed,
         }
-
-
-@dataclass(slots=True)
-class _Recipient:
-    address: str | None = None
-    action: str | None = None
-    status: str | None = None
-    diagnostic: str = ""
-
-
-def _clean_address(value: str) -> str | None:
-    match = _ADDR.search(value.split(";", 1)[-1])
-    return match.group(1) if match else None
-
-
-def _dsn_recipients(part: Message) -> list[_Recipient]:
-    """Per-recipient fields of a message/delivery-status part, however it was parsed."""
-    payload = part.get_payload()
-    if isinstance(payload, list):
-        text = "\n\n".join(_fields_text(p) for p in payload if isinstance(p, Message))
-    else:
-        text = decode_part(part)
-    return _recipients_from_text(text)
-
-
-def _recipients_from_text(text: str) -> list[_Recipient]:
-    out: list[_Recipient] = []
-    current = _Recipient()
-    for name, value in _FIELD.findall(text.replace("\r\n", "\n")):
-        key, val = name.lower(), " ".join(value.split())
-        if key == "final-recipient" and (current.address or current.status):
-            out.append(current)
-            current = _Recipient()
-        if key in {"final-recipient", "original-recipient"}:
-            current.address = current.address or _clean_address(val)
-        elif key == "action":
-            # Some MTAs write "failure" or "Delayed": keep the RFC 3464 vocabulary.
-            action = val.lower()
-            current.action = "failed" if action.startswith("fail") else action
-            current.action = "delayed" if action.startswith("delay") else current.action
-        elif key == "status":
-            found = _STATUS.search(val)
-            current.status = ".".join(found.groups()) if found else None
-        else:
-            current.diagnostic = val
-    if current.address or current.status or current.action:
-        out.append(current)
-    return out
-
-
-def _fields_text(block: Message) -> str:
-    return "\n".join(f"{k}: {header(block, k)}" for k in block)
 
 
 def _original_message_id(msg: Message, text: str) -> str | None:
@@ -269,21 +218,54 @@ def _address_in_notice(msg: Message, notice: str) -> str | None:
     return None
 
 
-def _complete(msg: Message, first: _Recipient, notice: str, evidence: list[str]) -> None:
-    """Fill the failed address and status from X-Failed-Recipients, flufl.bounce, the prose."""
-    if first.address is None and header(msg, "x-failed-recipients"):
-        first.address = _clean_address(header(msg, "x-failed-recipients"))
-    if first.address is None:
-        first.address = _address_in_notice(msg, notice)
-        if first.address:
+def _complete(msg: Message, report: Report, notice: str, evidence: list[str]) -> None:
+    """Fill a failed address the format did not give: X-Failed-Recipients, the prose, flufl.bounce."""
+    if report.recipient and "@" in report.recipient and not report.recipient.startswith("@"):
+        return
+    report.recipient = first_address(header(msg, "x-failed-recipients")) or None
+    if report.recipient is None:
+        report.recipient = _address_in_notice(msg, notice)
+        if report.recipient:
             evidence.append("notice:recipient")
-    if first.address is None:  # flufl.bounce is slow (its detectors scan every line): last resort
+    if report.recipient is None:  # flufl.bounce is slow (its detectors scan every line): last resort
         temporary, permanent = _flufl_failures(msg)
         if temporary or permanent:
             evidence.append("flufl:" + ("permanent" if permanent else "temporary"))
-            first.address = first.address or sorted(permanent or temporary)[0]
-    if first.status is None:
-        first.status = find_status(first.diagnostic or notice)
+            report.recipient = sorted(permanent or temporary)[0]
+
+
+def _failed(reports: list[Report]) -> list[Report]:
+    return [r for r in reports if (r.action or "failed") in ("failed", "delayed")]
+
+
+def _dsn_reports(text: str) -> list[Report]:
+    fields = DsnFields()
+    for line in text.split("\n"):
+        fields.feed(line.rstrip())
+    return [r for r in fields.reports if r.recipient or r.status or r.action]
+
+
+def _is_bounce(
+    msg: Message, mail: Mail, from_address: str | None, evidence: list[str]
+) -> tuple[bool | None, list[str]]:
+    """(True, signals) for a bounce; (None, []) for a DSN of successes only; (False, []) else."""
+    failed: list[Report] = []
+    if mail.dsn:
+        reported = _dsn_reports(mail.dsn)
+        if reported and all(r.action in _SUCCESS_ACTIONS for r in reported):
+            return None, []
+        failed = _failed(reported)
+        if failed:
+            evidence.append("dsn:rfc3464")
+    signals = _ndr_signals(msg, mail.subject, from_address)
+    robot = _robot_signals(msg, mail.subject, signals)
+    # Some MTAs paste the DSN fields inline instead of in a message/delivery-status part.
+    inline = not failed and robot and "final-recipient:" in mail.notice.lower()
+    if inline and any(r.action in ("failed", "delayed") for r in _dsn_reports(mail.notice)):
+        evidence.append("dsn:inline")
+    if not evidence and (not robot or not _NDR_TEXT.search((mail.notice + " " + mail.subject).lower())):
+        return False, []
+    return True, signals
 
 
 def detect_bounce(
@@ -292,48 +274,39 @@ def detect_bounce(
     """The bounce this message reports, with the rules that fired; (None, ()) otherwise."""
     if phrases.first_match(phrases.CHALLENGE, text[:3000]):
         return None, ()
-    notice = _RETURNED_COPY.split(text, 1)[0][:20000]
-    # Only the message's own parts: a person forwarding a bounce has not bounced.
-    dsn_parts = [p for p in own_parts(msg) if p.get_content_type() == "message/delivery-status"]
+    notice = returned_copy_cut(text)[:20000]
+    mail = Mail.of(msg, subject, notice)
     evidence: list[str] = []
-    recipients: list[_Recipient] = []
-    if dsn_parts:
-        reported = [r for part in dsn_parts for r in _dsn_recipients(part)]
-        # "delivered", "relayed" and "expanded" are success notices, not failures.
-        recipients = [r for r in reported if (r.action or "failed") in {"failed", "delayed"}]
-        if reported and all(r.action in _SUCCESS_ACTIONS for r in reported):
-            return None, ()
-        if recipients:
-            evidence.append("dsn:rfc3464")
-    signals = _ndr_signals(msg, subject, from_address)
-    robot = _robot_signals(msg, subject, signals)
-    if not recipients and robot and "final-recipient:" in notice.lower():
-        # Some MTAs paste the DSN fields inline instead of in a message/delivery-status part.
-        recipients = [r for r in _recipients_from_text(notice) if r.action in {"failed", "delayed"}]
-        if recipients:
-            evidence.append("dsn:inline")
-    if not evidence and (not robot or not _NDR_TEXT.search((notice + " " + subject).lower())):
+    bounce, signals = _is_bounce(msg, mail, from_address, evidence)
+    if not bounce:
         return None, ()
     evidence.extend(signals)
-    first = recipients[0] if recipients else _Recipient()
-    _complete(msg, first, notice, evidence)
-    facts = facts_of(first.status, first.action, first.diagnostic, f"{notice}\n{subject}")
+    reports, agent = read_reports(mail)
+    failed = _failed(reports)
+    if failed:
+        report = failed[0]
+        evidence.append(f"mta:{agent}")
+    else:  # prose no reader knows: the whole notice is the diagnostic
+        report = Report(diagnosis=f"{notice}\n{subject}", action="delayed" if _DELAY.search(notice) else None)
+    _complete(msg, report, notice, evidence)
+    facts = facts_of(report)
     reason, why = reason_for(facts)
     evidence.append(f"bounce:{reason}")
+    if why.startswith(WORDING_ONLY):
+        why = why[len(WORDING_ONLY) :]
+        evidence.append("bounce:wording-only")
     if why:
         evidence.append(f"bounce:why:{why[:80]}")
-    if reason == "userunknown" and facts.status is None and facts.command is None:
-        evidence.append("bounce:wording-only")
-    if is_temporary(facts.status, first.action):
-        evidence.append("bounce:delayed" if (first.action or "").startswith("delay") else "bounce:temporary")
+    if is_temporary(facts.status, report.action):
+        evidence.append("bounce:delayed" if (report.action or "").startswith("delay") else "bounce:temporary")
     info = BounceInfo(
-        hard=verdict(reason, facts.status, first.action),
+        hard=verdict(reason, facts.status, report.action),
         reason=reason,
         status=facts.status,
-        action=first.action,
-        recipient=first.address,
+        action=report.action,
+        recipient=report.recipient,
         original_message_id=_original_message_id(msg, text),
-        diagnostic=first.diagnostic or None,
+        diagnostic=report.diagnosis[:1000] if failed else None,
         why=why[:200],
     )
     return info, tuple(evidence)

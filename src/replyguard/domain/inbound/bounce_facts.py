@@ -1,37 +1,36 @@
-"""The facts of one failed recipient, read out of a DSN's fields or a bounce's prose.
+"""The facts of one failed recipient, normalised from what its bounce's format reported.
 
-Contract: `facts_of(status, action, diagnostic, notice)` returns `bounce_reasons.Facts`: a status
-code only when it is a real one (never the digits of an IP address such as [198.5.1.1]), a more
-specific status from the diagnostic when the DSN gives only a generic x.0.0, the SMTP reply code,
-the SMTP command the failure answered, and the lower-cased diagnostic text (the recipient's own
-Diagnostic-Code when there is one, else the notice's prose). Never raises.
+Contract: `facts_of(report)` returns `bounce_reasons.Facts` from a `mta.Report`; never raises.
+- The status is the report's own, or the one written in its diagnostic when that says more
+  (bounce_codes.prefer); a status is never read out of an IP address such as [198.5.1.1].
+- The diagnostic loses the reply-code prefixes of multi-line SMTP answers ("550-5.7.1 ...
+  550-5.7.1 ..."), any HTML, and its raw ISO-2022-JP escapes (Japanese servers); it is lower-
+  cased with whitespace collapsed, at most 6,000 characters.
+- The command is upper case and one of CONN, HELO (EHLO too), MAIL, RCPT, DATA, AUTH, STARTTLS.
+- The remote host is the report's, or the host the diagnostic names ("host mx.example.org[...]
+  said", "while talking to mx.example.org.").
 """
 
 from __future__ import annotations
 
 import re
 
+from replyguard.domain.inbound.bounce_codes import find_reply, find_status, prefer
 from replyguard.domain.inbound.bounce_reasons import Facts
+from replyguard.domain.inbound.mta.text import Report
 
-# A status code stands alone: no digit or dot before it, no ".digit" after it. Read out of prose,
-# only failures (4.x.x, 5.x.x) count: "2.3.0" in a notice is a version number more often than not.
-STATUS = re.compile(r"(?<![\d.])([245])\.(\d{1,3})\.(\d{1,3})(?!\.?\d)")
-_FAILURE_STATUS = re.compile(r"(?<![\d.])([45])\.(\d{1,3})\.(\d{1,3})(?!\.?\d)")
-_REPLY = re.compile(r"(?<![\d.\w])([245][0-5]\d)(?:[ -]|$)", re.MULTILINE)
-_COMMAND = re.compile(
-    r"in reply to (?:the )?(rcpt to|mail from|end of data|data|helo|ehlo|rcpt|mail)\b|"
-    r"after (rcpt to|mail from|end of data|data|initial connection|helo|ehlo)\b|"
-    r">>> (rcpt to|mail from|data|helo|ehlo)\b|"
-    r"\b(rcpt to|mail from|helo|ehlo)(?: command)? (?:failed|rejected|error)",
-    re.IGNORECASE,
-)
-_COMMANDS = {"rcpt to": "RCPT", "rcpt": "RCPT", "mail from": "MAIL", "mail": "MAIL", "data": "DATA",
-             "end of data": "DATA", "helo": "HELO", "ehlo": "HELO", "initial connection": "CONN"}  # fmt: skip
 _MAX_TEXT = 6000
+_HTML = re.compile(r"<html>.*?</html>", re.IGNORECASE | re.DOTALL)
+_SPACES = re.compile(r"\s+")
+_HOST = re.compile(
+    r"\bhost ([a-z0-9][\w-]*(?:\.[\w-]+)+)|while talking to ([a-z0-9][\w-]*(?:\.[\w-]+)+)", re.I
+)
+_COMMANDS = {"EHLO": "HELO", "HELO": "HELO", "MAIL": "MAIL", "RCPT": "RCPT", "DATA": "DATA", "CONN": "CONN",
+             "AUTH": "AUTH", "STARTTLS": "STARTTLS"}  # fmt: skip
 
 
 def _iso2022(text: str) -> str:
-    """Japanese MTAs write Diagnostic-Code in raw ISO-2022-JP (7-bit escapes): decode it."""
+    """Japanese MTAs write diagnostics in raw ISO-2022-JP (7-bit escapes): decode them."""
     if "\x1b$" not in text:
         return text
     try:
@@ -40,44 +39,39 @@ def _iso2022(text: str) -> str:
         return text
 
 
-def find_status(text: str) -> str | None:
-    """The first failure status code (4.x.x or 5.x.x) in prose, or None."""
-    found = _FAILURE_STATUS.search(text)
-    return ".".join(found.groups()) if found else None
+def _strip_continuations(diagnostic: str, reply: str, status: str) -> str:
+    """ "550-5.7.1 a 550-5.7.1 b 550 5.7.1 c" -> "550 5.7.1 a b c" (sisimai does the same)."""
+    for sep in ("-", " "):
+        if status:
+            diagnostic = diagnostic.replace(f"{reply}{sep}{status}", "")
+        diagnostic = diagnostic.replace(f"{reply}{sep}", "")
+    return f"{reply} {status} {diagnostic}" if reply in diagnostic else diagnostic
 
 
-def _specific(status: str | None, diagnostic: str, notice: str) -> str | None:
-    """The DSN's status, or a more specific one of the same class from the diagnostic: many
-    MTAs write `Status: 5.0.0` with `550 5.1.1 user unknown` in the Diagnostic-Code."""
-    if status and not status.endswith(".0.0"):
-        return status
-    for text in (diagnostic, notice):
-        found = find_status(text)
-        if found and not found.endswith(".0.0") and (status is None or found[0] == status[0]):
-            return found
-    return status
-
-
-def _command(*texts: str) -> str | None:
-    """The SMTP command the failure answered: the first text that names one; in a transcript
-    that names several (MAIL, RCPT, DATA), RCPT, where a recipient is refused."""
-    for text in texts:
-        found = [_COMMANDS.get(next(g for g in m.groups() if g).lower()) for m in _COMMAND.finditer(text)]
-        if found:
-            return "RCPT" if "RCPT" in found else found[0]
-    return None
-
-
-def facts_of(status: str | None, action: str | None, diagnostic: str, notice: str) -> Facts:
+def facts_of(report: Report) -> Facts:
     """The normalised facts of one recipient; see the module docstring."""
-    diagnostic = _iso2022(diagnostic[:_MAX_TEXT])
-    notice = notice[:_MAX_TEXT]
-    text = re.sub(r"^\s*(?:smtp|x-[\w-]+)\s*;\s*", "", diagnostic, flags=re.IGNORECASE) or notice
-    reply = _REPLY.search(text)
+    diagnostic = _iso2022(report.diagnosis[:_MAX_TEXT]).replace("\r", "")
+    found = find_status(diagnostic) or ""
+    if found.startswith("2.") and not report.status:
+        found = ""  # "2.3.0" in prose is a version number more often than a success
+    reply = find_reply(diagnostic, found) or ""
+    status = prefer(report.status, found or None, reply or None)
+    if reply and f"{reply}-" in diagnostic:
+        diagnostic = _strip_continuations(diagnostic, reply, found)
+    diagnostic = _SPACES.sub(" ", _HTML.sub(" ", diagnostic)).strip()
+    host = report.rhost
+    if not host:
+        named = _HOST.search(diagnostic)
+        host = (named.group(1) or named.group(2)).rstrip(".") if named else None
+    recipient = report.recipient or ""
     return Facts(
-        status=_specific(status, diagnostic, notice),
-        reply_code=reply.group(1) if reply else None,
-        action=action,
-        command=_command(diagnostic, notice),
-        diagnostic=" ".join(text.split()).lower(),
+        status=status,
+        reply_code=report.reply_code or reply or None,
+        action=report.action,
+        command=_COMMANDS.get((report.command or "").upper()),
+        diagnostic=diagnostic.lower(),
+        hint=report.reason,
+        spec=report.spec or ("X-UNIX" if report.reason == "mailererror" else None),
+        rhost=host.lower() if host else None,
+        domain=recipient.rsplit("@", 1)[1].lower() if "@" in recipient else None,
     )

@@ -21,6 +21,7 @@ from replyguard.domain.inbound.bounce import BounceInfo, detect_bounce
 from replyguard.domain.inbound.bounce_facts import facts_of
 from replyguard.domain.inbound.bounce_policy import verdict
 from replyguard.domain.inbound.bounce_reasons import reason_for
+from replyguard.domain.inbound.mta import Report
 from replyguard.domain.inbound.notices import Notice, detect_notice
 from replyguard.domain.inbound.parse import (
     body_text,
@@ -131,7 +132,9 @@ def _notice_kind(notice: Notice) -> tuple[ReplyKind, tuple[str, ...], BounceInfo
     if notice.event != "bounce":
         return ReplyKind.AUTO_REPLY, notice.evidence, None
     action = "failed" if notice.bounce_permanent else "delayed"
-    facts = facts_of(notice.bounce_status, action, notice.bounce_diagnostic, "")
+    report = Report(recipient=notice.bounce_recipient, diagnosis=notice.bounce_diagnostic,
+                    status=notice.bounce_status, action=action)  # fmt: skip
+    facts = facts_of(report)
     reason, why = reason_for(facts)
     hard = notice.bounce_permanent and verdict(reason, facts.status, action)
     info = BounceInfo(hard, reason, facts.status, action, notice.bounce_recipient, None,

@@ -76,7 +76,10 @@ def _provider_json(body: str) -> Notice | None:
     if not text.startswith("{") or len(text) > _MAX_JSON:
         return None
     try:
-        data = json.loads(text)
+        # Amazon SNS appends "--\nIf you wish to stop receiving notifications ..." after the
+        # JSON: read the first JSON value and ignore what follows it. Mail software folds its
+        # long line, which leaves raw newlines inside JSON strings (strict=False accepts them).
+        data, _end = json.JSONDecoder(strict=False).raw_decode(text)
     except ValueError:
         return None
     if isinstance(data, dict) and isinstance(data.get("Message"), str):  # an SNS envelope

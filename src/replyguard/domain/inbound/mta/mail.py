@@ -1,0 +1,119 @@
+"""The parts of a bounce the per-MTA readers look at, extracted once.
+
+Contract: `Mail.of(msg, subject, fallback)` never raises. `notice` is the human-readable text of
+the bounce: every text/plain part of its own (attachments too: appliances send the report as
+"deliveryproblems.txt"), before the returned copy of our message; `fallback` (the classifier's
+text, HTML rendered) when there is none. `dsn` is the fields of its message/delivery-status
+parts as "Name: value" lines, per-recipient blocks separated by blank lines; `lines` both, in
+that order, as sisimai reads a flattened bounce.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from email import message_from_string
+from email.message import Message
+
+from replyguard.domain.inbound.parse import decode_part, header, own_parts
+
+_MAX_DSN = 20_000
+_MAX_NOTICE = 64_000
+_RETURNED = frozenset({"message/rfc822", "message/global", "text/rfc822-headers", "message/rfc822-headers"})
+# Exim, qmail and others paste the returned message after a line like these.
+_RETURNED_COPY = re.compile(
+    r"^[-\s]*(?:This is a copy of|Below this line is a copy|Original message follows|"
+    r"--- Below this line|Undelivered message follows|Original message as received|"
+    r"-+ ?Header of the (?:source|original) (?:mail|message)|-+ ?Original message ?-+|"
+    r"-+ ?Message truncated|-+ ?The header of the original message)",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def returned_copy_cut(text: str) -> str:
+    """`text` up to the line that introduces a returned copy of the original message."""
+    return _RETURNED_COPY.split(text, 1)[0]
+
+
+_MAX_LINES = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class Mail:
+    msg: Message
+    subject: str
+    notice: str
+    dsn: str
+
+    @classmethod
+    def of(cls, msg: Message, subject: str, fallback: str) -> Mail:
+        notice = _notice(msg) or fallback
+        return cls(msg, subject, notice.replace("\r\n", "\n").replace("\r", "\n"), _dsn_text(msg))
+
+    def header(self, name: str) -> str:
+        return header(self.msg, name)
+
+    def headers(self, name: str) -> list[str]:
+        """Every value of a header (Received: appears many times)."""
+        wanted = name.lower()
+        return [str(v) for k, v in self.msg.raw_items() if k.lower() == wanted][:50]
+
+    @property
+    def lines(self) -> list[str]:
+        text = self.notice + ("\n\n" + self.dsn if self.dsn else "")
+        return text.split("\n")[:_MAX_LINES]
+
+
+def _notice(msg: Message) -> str:
+    texts: list[str] = []
+    size = 0
+    for part in own_parts(msg):
+        ctype = part.get_content_type()
+        if ctype in _RETURNED:
+            break
+        if ctype.startswith("multipart/") and not part.is_multipart():
+            text = _unfolded_multipart(part)
+        elif ctype != "text/plain" or part.is_multipart():
+            continue
+        else:
+            text = decode_part(part)[:_MAX_NOTICE]
+        texts.append(text)
+        size += len(text)
+        if size > _MAX_NOTICE:
+            break
+    return returned_copy_cut("\n".join(texts))[:_MAX_NOTICE]
+
+
+_LOST_BOUNDARY = re.compile(r'^\s*boundary="?([^"\s;]+)"?', re.IGNORECASE)
+
+
+def _unfolded_multipart(part: Message) -> str:
+    """The text/plain parts of a multipart whose boundary parameter sits on an unfolded line
+    (Exchange Online writes "...; differences=Content-Type;" then "boundary=..." unindented),
+    which leaves the parser one undivided text. '' when the boundary cannot be recovered."""
+    payload = part.get_payload()
+    raw = payload if isinstance(payload, str) else ""
+    found = _LOST_BOUNDARY.match(raw)
+    if not found:
+        return ""
+    texts = []
+    for chunk in raw.split("--" + found.group(1))[1:20]:
+        inner = message_from_string(chunk.lstrip("\r\n"))
+        if inner.get_content_type() == "text/plain":
+            texts.append(decode_part(inner))
+    return "\n".join(texts)[:_MAX_NOTICE]
+
+
+def _dsn_text(msg: Message) -> str:
+    blocks: list[str] = []
+    for part in own_parts(msg):
+        if part.get_content_type() != "message/delivery-status":
+            continue
+        payload = part.get_payload()
+        if isinstance(payload, list):
+            for block in payload:
+                if isinstance(block, Message):
+                    blocks.append("\n".join(f"{k}: {v}" for k, v in block.items()))
+        else:
+            blocks.append(decode_part(part))
+    return "\n\n".join(blocks).replace("\r\n", "\n")[:_MAX_DSN]
