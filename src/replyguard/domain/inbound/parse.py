@@ -174,8 +174,22 @@ def body_parts(msg: Message) -> list[Message]:
     return out
 
 
+_OWN_PARTS = "_replyguard_own_parts"  # the list, kept on the message: several rules ask for it
+
+
 def own_parts(msg: Message) -> list[Message]:
-    """Every part of the message itself, containers included, but not of attached messages."""
+    """Every part of the message itself, containers included, but not of attached messages.
+    Computed once per message object (the classifier's rules each ask; the parts never change
+    after parsing)."""
+    cached = getattr(msg, _OWN_PARTS, None)
+    if isinstance(cached, list):
+        return cached
+    out = _own_parts(msg)
+    setattr(msg, _OWN_PARTS, out)
+    return out
+
+
+def _own_parts(msg: Message) -> list[Message]:
     out: list[Message] = []
     stack: list[Message] = [msg]
     while stack and len(out) < _MAX_PARTS:

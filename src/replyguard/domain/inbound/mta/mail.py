@@ -44,24 +44,26 @@ class Mail:
     subject: str
     notice: str
     dsn: str
+    lines: tuple[str, ...]
+    _raw_headers: dict[str, list[str]]  # lower-cased name -> raw values, in order
 
     @classmethod
     def of(cls, msg: Message, subject: str, fallback: str) -> Mail:
-        notice = _notice(msg) or fallback
-        return cls(msg, subject, notice.replace("\r\n", "\n").replace("\r", "\n"), _dsn_text(msg))
+        notice = (_notice(msg) or fallback).replace("\r\n", "\n").replace("\r", "\n")
+        dsn = _dsn_text(msg)
+        text = notice + ("\n\n" + dsn if dsn else "")
+        raw: dict[str, list[str]] = {}
+        for key, value in msg.raw_items():
+            raw.setdefault(key.lower(), []).append(str(value))
+        return cls(msg, subject, notice, dsn, tuple(text.split("\n")[:_MAX_LINES]), raw)
 
     def header(self, name: str) -> str:
-        return header(self.msg, name)
+        """The first such header, decoded ('' when absent)."""
+        return header(self.msg, name) if name.lower() in self._raw_headers else ""
 
     def headers(self, name: str) -> list[str]:
-        """Every value of a header (Received: appears many times)."""
-        wanted = name.lower()
-        return [str(v) for k, v in self.msg.raw_items() if k.lower() == wanted][:50]
-
-    @property
-    def lines(self) -> list[str]:
-        text = self.notice + ("\n\n" + self.dsn if self.dsn else "")
-        return text.split("\n")[:_MAX_LINES]
+        """Every raw value of a header (Received: appears many times)."""
+        return self._raw_headers.get(name.lower(), [])[:50]
 
 
 def _notice(msg: Message) -> str:
