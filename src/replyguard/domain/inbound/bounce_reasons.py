@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from replyguard.domain.inbound.bounce_codes import status_name
 from replyguard.domain.inbound.bounce_hosts import reason_from_host
-from replyguard.domain.inbound.bounce_wording import says
+from replyguard.domain.inbound.bounce_wording import Words
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,91 +87,94 @@ def _explicit(reason: str | None) -> bool:
     return bool(reason) and reason not in ("undefined", "onhold")
 
 
-def _userunknown(f: Facts, named: str) -> str | None:
+def _userunknown(f: Facts, named: str, w: Words) -> str | None:
     if named == "suspend":
         return None
     if named == "userunknown":
         # A 5.1.1 with words of another family is that family's (a relay denial, a block, ...).
         clash = ("norelaying", "blocked", "mailboxfull", "hasmoved", "rejected", "notaccept")
-        return None if any(says(r, f.diagnostic) for r in clash) else f.status
+        return None if any(w.says(r) for r in clash) else f.status
     if f.command == "RCPT":
-        return says("userunknown", f.diagnostic)
+        return w.says("userunknown")
     if f.command is None and f.hint is None and named in ("", "notaccept"):
         # Policy "missing-user-wording" (bounce_policy.py): with no SMTP stage and no status that
         # names another reason, "user unknown" is taken at its word. sisimai calls it "filtered".
-        found = says("userunknown", f.diagnostic)
+        found = w.says("userunknown")
         return f"{WORDING_ONLY}{found}" if found else None
     return None
 
 
-def _filtered(f: Facts, named: str) -> str | None:
+def _filtered(f: Facts, named: str, w: Words) -> str | None:
     if named == "suspend":
         return None
     if named != "filtered" and f.command in _BEFORE_DATA:
         return None  # refused before the message was read: not a filter of its content
-    return says("filtered", f.diagnostic) or says("userunknown", f.diagnostic)
+    return w.says("filtered") or w.says("userunknown")
 
 
-def _rejected(f: Facts, named: str) -> str | None:
+def _rejected(f: Facts, named: str, w: Words) -> str | None:
     if named == "rejected":
         return f.status
     if f.command == "MAIL" or (f.command == "DATA" and named != "userunknown"):
-        return says("rejected", f.diagnostic)
+        return w.says("rejected")
     if not _explicit(named) or named in ("securityerror", "systemerror"):
-        return says("rejected", f.diagnostic)
+        return w.says("rejected")
     return None
 
 
-def _mesgtoobig(f: Facts, named: str) -> str | None:
+def _mesgtoobig(f: Facts, named: str, w: Words) -> str | None:
     if named == "mesgtoobig":
         return f.status
     if named == "exceedlimit" or f.status == "5.2.3":
         return None
-    return says("mesgtoobig", f.diagnostic)
+    return w.says("mesgtoobig")
 
 
-def _hostunknown(f: Facts, named: str) -> str | None:
+def _hostunknown(f: Facts, named: str, w: Words) -> str | None:
     if named == "hostunknown":
-        return None if says("networkerror", f.diagnostic) else f.status
-    return says("hostunknown", f.diagnostic)
+        return None if w.says("networkerror") else f.status
+    return w.says("hostunknown")
 
 
-def _spamdetected(f: Facts, named: str) -> str | None:
+def _spamdetected(f: Facts, named: str, w: Words) -> str | None:
     if not f.status:
         return None
     if named == "spamdetected":
         return f.status
-    return None if f.command in _BEFORE_DATA else says("spamdetected", f.diagnostic)
+    return None if f.command in _BEFORE_DATA else w.says("spamdetected")
 
 
-def _contenterror(f: Facts, named: str) -> str | None:
-    if _spamdetected(f, named):
+def _contenterror(f: Facts, named: str, w: Words) -> str | None:
+    if _spamdetected(f, named, w):
         return None
-    return f.status if named == "contenterror" else says("contenterror", f.diagnostic)
+    return f.status if named == "contenterror" else w.says("contenterror")
 
 
-def _norelaying(f: Facts, named: str) -> str | None:
+def _norelaying(f: Facts, named: str, w: Words) -> str | None:
     if f.hint in ("securityerror", "systemerror", "undefined") or f.command in ("CONN", "HELO"):
         return None
-    return says("norelaying", f.diagnostic)
+    return w.says("norelaying")
 
 
-def _suspend(f: Facts, named: str) -> str | None:
-    return "reply 525" if f.reply_code == "525" else says("suspend", f.diagnostic)
+def _suspend(f: Facts, named: str, w: Words) -> str | None:
+    return "reply 525" if f.reply_code == "525" else w.says("suspend")
 
 
-def _by_status_or_words(reason: str) -> Callable[[Facts, str], str | None]:
-    def probe(f: Facts, named: str) -> str | None:
-        return f.status if named == reason else says(reason, f.diagnostic)
+_Probe = Callable[[Facts, str, Words], str | None]
+
+
+def _by_status_or_words(reason: str) -> _Probe:
+    def probe(f: Facts, named: str, w: Words) -> str | None:
+        return f.status if named == reason else w.says(reason)
 
     return probe
 
 
-def _by_words(reason: str) -> Callable[[Facts, str], str | None]:
-    return lambda f, named: says(reason, f.diagnostic)
+def _by_words(reason: str) -> _Probe:
+    return lambda f, named, w: w.says(reason)
 
 
-_PROBES: dict[str, Callable[[Facts, str], str | None]] = {
+_PROBES: dict[str, _Probe] = {
     "mailboxfull": _by_status_or_words("mailboxfull"),
     "mesgtoobig": _mesgtoobig,
     "exceedlimit": _by_status_or_words("exceedlimit"),
@@ -207,27 +210,27 @@ def _local_agent(f: Facts) -> str | None:
     return None
 
 
-def _specific(f: Facts, named: str) -> tuple[str, str] | None:
+def _specific(f: Facts, named: str, w: Words) -> tuple[str, str] | None:
     """Step 4: the first family whose probe accepts the facts."""
     if f.spec not in (None, "SMTP"):
         return None
     for reason in _ORDER:
         if f.hint == reason:
             return reason, f"reported as {reason}"
-        why = _PROBES[reason](f, named)
+        why = _PROBES[reason](f, named, w)
         if why:
             return reason, why
     return None
 
 
-def _generic(f: Facts, named: str) -> tuple[str, str] | None:
+def _generic(f: Facts, named: str, w: Words) -> tuple[str, str] | None:
     """Step 5: generic wordings, then what the codes and the command say."""
     if _explicit(f.hint):
         return str(f.hint), f"reported as {f.hint}"
     if named not in _RETRY and f.spec in (None, "SMTP"):
         return (named, f.status or "") if named else None
     for reason in _GENERIC:
-        why = says(reason, f.diagnostic)
+        why = w.says(reason)
         if why:
             return reason, why
     if named:
@@ -258,11 +261,12 @@ def reason_for(f: Facts) -> tuple[str, str]:
             return str(
                 found
             ), f"{'local delivery agent' if step is _local_agent else 'provider code'}: {found}"
-    decided = _specific(f, named) or _generic(f, named)
+    w = Words(f.diagnostic)
+    decided = _specific(f, named, w) or _generic(f, named, w)
     if decided and decided[0] not in ("", "undefined"):
         return decided
     if (f.action or "").startswith("delay"):
         return "expired", "action: delayed"
-    if says("vacation", f.diagnostic):
+    if w.says("vacation"):
         return "vacation", "vacation"
     return ("onhold", "no reason named") if f.diagnostic.strip() else ("undefined", "")
