@@ -263,7 +263,8 @@ def _is_bounce(
     inline = not failed and robot and "final-recipient:" in mail.notice.lower()
     if inline and any(r.action in ("failed", "delayed") for r in _dsn_reports(mail.notice)):
         evidence.append("dsn:inline")
-    if not evidence and (not robot or not _NDR_TEXT.search((mail.notice + " " + mail.subject).lower())):
+    # Failure wording stands near the top of a notice: its first 8,000 characters are read.
+    if not evidence and (not robot or not _NDR_TEXT.search(f"{mail.notice[:8000]} {mail.subject}".lower())):
         return False, []
     return True, signals
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 
-_IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
-# x.y.z with the subject 0-7 and a detail of one to three digits.
-_STATUS = re.compile(r"([245])\.([0-7])\.(\d{1,3})(?!\d)")
+# x.y.z with the subject 0-7 and a detail of one to three digits, not followed by ".digit" (the
+# first three numbers of an IPv4 address such as 5.1.1.9); what may precede it is checked below.
+_STATUS = re.compile(r"([245])\.([0-7])\.(\d{1,3})(?!\d|\.\d)")
 _NOT_BEFORE = frozenset("./0123456789vV")
 _REPLIES = {
     "5": ("550", "552", "553", "551", "521", "525", "523", "524", "530", "533", "534", "535",
@@ -27,7 +27,8 @@ _REPLIES = {
     "2": ("211", "214", "220", "221", "235", "250", "251", "252", "253", "334", "354"),
 }  # fmt: skip
 _ALL_REPLIES = _REPLIES["5"] + _REPLIES["4"] + _REPLIES["2"]
-_DIGITISH = frozenset("./0123456789")
+# Three digits with no digit, dot or slash on either side (not part of a status, an IP or a date).
+_REPLY_CODE = re.compile(r"(?<![\d./])([2-5]\d\d)(?![\d./])")
 
 # The meaning of an enhanced status code alone (RFC 3463 and the IANA registry).
 _NAMES = {
@@ -74,7 +75,7 @@ def status_name(status: str | None) -> str:
 
 def _candidates(text: str, hint: str) -> list[str]:
     """Every status code written in `text`, in order, the generic ones moved to the end."""
-    scrubbed = _IPV4.sub("***", f" {text}   ")
+    scrubbed = f" {text}   "
     classes = hint[:1] if hint[:1] in ("2", "4", "5") else "542"
     found: list[tuple[int, str]] = []
     generic: list[str] = []
@@ -107,15 +108,10 @@ def find_reply(text: str, hint: str = "") -> str | None:
     code or its first digit (a 4.x.x status looks for a 4xx reply first)."""
     if len(text) < 3 or "x-unix" in text.lower():
         return None
-    padded = f" {text} "
-    wanted = _REPLIES.get(hint[:1], _ALL_REPLIES)
-    for code in wanted:
-        start = padded.find(code, 1)
-        while start > 0:
-            if padded[start - 1] not in _DIGITISH and padded[start + 3] not in _DIGITISH:
-                return code
-            start = padded.find(code, start + 3)
-    return None
+    written = set(_REPLY_CODE.findall(text))
+    if not written:
+        return None
+    return next((code for code in _REPLIES.get(hint[:1], _ALL_REPLIES) if code in written), None)
 
 
 def prefer(dsn: str | None, found: str | None, reply: str | None) -> str | None:

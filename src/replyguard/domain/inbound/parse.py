@@ -122,8 +122,21 @@ def raw_header(msg: Message, name: str) -> str | None:
     return None
 
 
+_TEXT = "_replyguard_text"  # a part's decoded text, kept on the part: the rules read it twice
+
+
 def decode_part(part: Message) -> str:
-    """A leaf part's payload as text, whatever its transfer encoding and charset claim."""
+    """A leaf part's payload as text, whatever its transfer encoding and charset claim.
+    Decoded once per part object."""
+    cached = getattr(part, _TEXT, None)
+    if isinstance(cached, str):
+        return cached
+    text = _decode_part(part)
+    setattr(part, _TEXT, text)
+    return text
+
+
+def _decode_part(part: Message) -> str:
     try:
         payload = part.get_payload(decode=True)
     except Exception:
