@@ -23,7 +23,14 @@ from replyguard.domain.inbound.bounce_reasons import WORDING_ONLY, reason_for
 from replyguard.domain.inbound.mta import Mail, Report, read_reports
 from replyguard.domain.inbound.mta.mail import returned_copy_cut
 from replyguard.domain.inbound.mta.text import DsnFields, first_address
-from replyguard.domain.inbound.parse import decode_part, header, header_names, own_parts, raw_header
+from replyguard.domain.inbound.parse import (
+    content_type,
+    decode_part,
+    header,
+    header_names,
+    own_parts,
+    raw_header,
+)
 from replyguard.domain.inbound.subjects import has_reply_prefix
 
 # Delivery robots in all their spellings: mailer-daemon, MAILER_DAEMON, post_master,
@@ -141,8 +148,8 @@ class BounceInfo:
 
 
 def _original_message_id(msg: Message, text: str) -> str | None:
-    for part in msg.walk():
-        ctype = part.get_content_type()
+    for part in own_parts(msg):
+        ctype = content_type(part)
         if ctype in {"message/rfc822", "message/global"}:
             payload = part.get_payload()
             inner = payload[0] if isinstance(payload, list) and payload else None
@@ -196,7 +203,7 @@ def _robot_signals(msg: Message, subject: str, signals: list[str]) -> list[str]:
         robot.append("header:empty-return-path")
     if robot or "subject:ndr" not in signals or has_reply_prefix(subject):
         return robot
-    if any(p.get_content_type() in _RETURNED_TYPES for p in own_parts(msg)[1:]):
+    if any(content_type(p) in _RETURNED_TYPES for p in own_parts(msg)[1:]):
         robot.append("structure:returned-message")
     else:
         temporary, permanent = _flufl_failures(msg)

@@ -28,7 +28,7 @@ from replyguard.domain.inbound.phrases import compile_lower
 _GAP = r".{0,120}?"  # "a ... b": two fragments of one wording, in order, close together
 _TOKEN = re.compile(r"\w+(?:'\w+)*")
 _QUANTIFIERS = frozenset("?*+{")
-_LITERAL_AFTER = frozenset(",;:!/<>@-=\"#%&~")  # characters that end a word in a text
+_LITERAL_AFTER = frozenset(',;:!/<>@-="#%&~')  # characters that end a word in a text
 
 
 def _split_top(source: str) -> list[str]:
@@ -427,7 +427,9 @@ WORDING: dict[str, Family] = {
 # Wordings that contain a family's words but belong to another: "recipient address rejected"
 # is about the recipient, not about our sender address.
 _NOT: dict[str, re.Pattern[str]] = {
-    "rejected": compile_lower(r"5\.1\.0 address rejected|recipient address rejected|sender ip address rejected"),
+    "rejected": compile_lower(
+        r"5\.1\.0 address rejected|recipient address rejected|sender ip address rejected"
+    ),
 }
 
 

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from email.message import Message
 
-from replyguard.domain.inbound.parse import header, header_names, own_parts
+from replyguard.domain.inbound.parse import content_type, header, header_names, own_parts
 
 _MAX_JSON = 200_000
 _READ_SUBJECT = re.compile(r"^\s*(?:read|not read|gelesen|lu|leído|letto|gelezen|läst|odczytan\w*)\s*:", re.I)
@@ -53,7 +53,7 @@ def _is_mdn(msg: Message) -> bool:
     """A read receipt. An MDN whose disposition is 'deleted' or 'failed' (Dovecot and Sieve
     send quota and reject notices this way) is a failure, left to the bounce rules."""
     for part in own_parts(msg)[1:]:
-        if part.get_content_type() == "message/disposition-notification":
+        if content_type(part) == "message/disposition-notification":
             payload = part.get_payload()
             text = payload if isinstance(payload, str) else ""
             if isinstance(payload, list):
@@ -62,13 +62,13 @@ def _is_mdn(msg: Message) -> bool:
                 )
             if _FAILED_DISPOSITION.search(text[:5000]):
                 return False
-    if msg.get_content_type() == "multipart/report":
+    if content_type(msg) == "multipart/report":
         try:
             if str(msg.get_param("report-type") or "").lower() == "disposition-notification":
                 return True
         except Exception:
             return False
-    return any(p.get_content_type() == "message/disposition-notification" for p in own_parts(msg)[1:])
+    return any(content_type(p) == "message/disposition-notification" for p in own_parts(msg)[1:])
 
 
 def _provider_json(body: str) -> Notice | None:
@@ -115,10 +115,10 @@ _ACTION = re.compile(r"^\s*Action\s*:\s*([\w-]+)", re.I | re.M)
 
 def _success_dsn(msg: Message) -> bool:
     """A delivery report whose every recipient was delivered, relayed or expanded."""
-    if msg.get_content_type() != "multipart/report":
+    if content_type(msg) != "multipart/report":
         return False
     for part in own_parts(msg)[1:]:
-        if part.get_content_type() == "message/delivery-status":
+        if content_type(part) == "message/delivery-status":
             payload = part.get_payload()
             blocks = payload if isinstance(payload, list) else []
             actions = {header(b, "action").lower() for b in blocks if isinstance(b, Message)} - {""}
@@ -143,7 +143,7 @@ def detect_notice(msg: Message, subject: str, body: str, from_address: str | Non
     if provider is not None:
         return provider
     names = header_names(msg)
-    if msg.get_content_type() == "multipart/report":
+    if content_type(msg) == "multipart/report":
         return None  # an ARF report: the unsubscribe rules read its Feedback-Type
     jmrp_text = bool(_JMRP.search(head)) and (from_address or "").lower().startswith(("staff@", "abuse@"))
     if "x-hmxmroriginalrecipient" in names or jmrp_text:

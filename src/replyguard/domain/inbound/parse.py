@@ -123,6 +123,17 @@ def raw_header(msg: Message, name: str) -> str | None:
 
 
 _TEXT = "_replyguard_text"  # a part's decoded text, kept on the part: the rules read it twice
+_CTYPE = "_replyguard_ctype"  # a part's content type, kept on the part: asked dozens of times
+
+
+def content_type(part: Message) -> str:
+    """`part.get_content_type()`, computed once per part (the stdlib parses the header each time)."""
+    cached = getattr(part, _CTYPE, None)
+    if isinstance(cached, str):
+        return cached
+    ctype = part.get_content_type()
+    setattr(part, _CTYPE, ctype)
+    return ctype
 
 
 def decode_part(part: Message) -> str:
@@ -175,7 +186,7 @@ def body_parts(msg: Message) -> list[Message]:
     stack: list[Message] = [msg]
     while stack and len(out) < _MAX_PARTS:
         part = stack.pop(0)
-        ctype = part.get_content_type()
+        ctype = content_type(part)
         if ctype.startswith("message/"):
             continue  # returned or forwarded messages are not this sender's words
         if part.is_multipart():
@@ -208,10 +219,10 @@ def _own_parts(msg: Message) -> list[Message]:
     while stack and len(out) < _MAX_PARTS:
         part = stack.pop(0)
         out.append(part)
-        if part is not msg and part.get_content_type() in {"message/rfc822", "message/global"}:
+        if part is not msg and content_type(part) in {"message/rfc822", "message/global"}:
             continue
         payload = part.get_payload() if part.is_multipart() else None
-        if isinstance(payload, list) and not part.get_content_type().startswith("message/"):
+        if isinstance(payload, list) and not content_type(part).startswith("message/"):
             stack[0:0] = [p for p in payload if isinstance(p, Message)]
     return out
 
@@ -220,7 +231,7 @@ def extract_body(msg: Message) -> Body:
     """The first inline text/plain and text/html of the message's own body."""
     plain = html = ""
     for part in body_parts(msg):
-        ctype = part.get_content_type()
+        ctype = content_type(part)
         if _is_attachment(part):
             continue
         if (ctype == "text/plain" or ctype.startswith("multipart/")) and not plain.strip():

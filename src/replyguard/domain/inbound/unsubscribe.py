@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from email.message import Message
 
-from replyguard.domain.inbound.parse import decode_part, header
+from replyguard.domain.inbound.parse import content_type, decode_part, header
 from replyguard.domain.inbound.phrases import compile_lower
 
 _WORDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -86,7 +86,7 @@ _FEEDBACK_TYPE = re.compile(r"^Feedback-Type\s*:\s*([\w-]+)", re.IGNORECASE | re
 
 def arf_feedback_type(msg: Message) -> str | None:
     """The Feedback-Type of an RFC 5965 report, or None when the message is not one."""
-    ctype = msg.get_content_type()
+    ctype = content_type(msg)
     if ctype != "multipart/report":
         return None
     try:
@@ -96,7 +96,7 @@ def arf_feedback_type(msg: Message) -> str | None:
     if str(report_type).lower() != "feedback-report":
         return None
     for part in msg.walk():
-        if part.get_content_type() == "message/feedback-report":
+        if content_type(part) == "message/feedback-report":
             payload = part.get_payload()
             blocks = payload if isinstance(payload, list) else []
             for block in blocks:

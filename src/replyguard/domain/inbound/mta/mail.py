@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from email import message_from_string
 from email.message import Message
 
-from replyguard.domain.inbound.parse import decode_part, header, own_parts
+from replyguard.domain.inbound.parse import content_type, decode_part, header, own_parts
 
 _MAX_DSN = 20_000
 _MAX_NOTICE = 64_000
@@ -70,7 +70,7 @@ def _notice(msg: Message) -> str:
     texts: list[str] = []
     size = 0
     for part in own_parts(msg):
-        ctype = part.get_content_type()
+        ctype = content_type(part)
         if ctype in _RETURNED:
             break
         if ctype.startswith("multipart/") and not part.is_multipart():
@@ -101,7 +101,7 @@ def _unfolded_multipart(part: Message) -> str:
     texts = []
     for chunk in raw.split("--" + found.group(1))[1:20]:
         inner = message_from_string(chunk.lstrip("\r\n"))
-        if inner.get_content_type() == "text/plain":
+        if content_type(inner) == "text/plain":
             texts.append(decode_part(inner))
     return "\n".join(texts)[:_MAX_NOTICE]
 
@@ -109,7 +109,7 @@ def _unfolded_multipart(part: Message) -> str:
 def _dsn_text(msg: Message) -> str:
     blocks: list[str] = []
     for part in own_parts(msg):
-        if part.get_content_type() != "message/delivery-status":
+        if content_type(part) != "message/delivery-status":
             continue
         payload = part.get_payload()
         if isinstance(payload, list):
