@@ -137,7 +137,7 @@ def detect_notice(msg: Message, subject: str, body: str, from_address: str | Non
     head = body[:3000]
     if _READ_SUBJECT.match(subject) and _READ_BODY.search(head) and len(body) < 3000:
         return Notice("read_receipt", ("mdn:read-notice-text",))
-    if _APPLE_UNSUB.search(head):
+    if "unsubscribe you" in head.lower() and _APPLE_UNSUB.search(head):
         return Notice("apple_unsubscribe", ("unsubscribe:apple-mail-one-tap",))
     provider = _provider_json(body) if "{" in body[:200] else None
     if provider is not None:
@@ -145,7 +145,7 @@ def detect_notice(msg: Message, subject: str, body: str, from_address: str | Non
     names = header_names(msg)
     if content_type(msg) == "multipart/report":
         return None  # an ARF report: the unsubscribe rules read its Feedback-Type
-    jmrp_text = bool(_JMRP.search(head)) and (from_address or "").lower().startswith(("staff@", "abuse@"))
+    jmrp_text = (from_address or "").lower().startswith(("staff@", "abuse@")) and bool(_JMRP.search(head))
     if "x-hmxmroriginalrecipient" in names or jmrp_text:
         return Notice("complaint", ("complaint:non-arf",))
     return None
