@@ -30,8 +30,15 @@ _RETURNED_COPY = re.compile(
 )
 
 
+_COPY_WORDS = ("copy", "below this line", "original message", "message follows", "message as received",
+               "header of the", "message truncated")  # fmt: skip
+
+
 def returned_copy_cut(text: str) -> str:
     """`text` up to the line that introduces a returned copy of the original message."""
+    lowered = text.lower()
+    if not any(word in lowered for word in _COPY_WORDS):
+        return text  # a case-insensitive line scan costs more than this check
     return _RETURNED_COPY.split(text, 1)[0]
 
 
