@@ -25,7 +25,11 @@ import re
 
 from replyguard.domain.inbound.phrases import compile_lower
 
-_GAP = r".{0,120}?"  # "a ... b": two fragments of one wording, in order, close together
+# "a ... b": fragments of one wording, in order, each within 120 characters of the one before.
+# Not a regex gap (two of those in a row backtrack badly on hostile text): `Aligned` finds each
+# fragment after the previous one, first occurrence only, as sisimai does.
+_GAP = "\x00"
+_WINDOW = 120
 _TOKEN = re.compile(r"\w+(?:'\w+)*")
 _QUANTIFIERS = frozenset("?*+{")
 _LITERAL_AFTER = frozenset(',;:!/<>@-="#%&~')  # characters that end a word in a text
@@ -106,7 +110,7 @@ def _anchor(branch: str) -> tuple[str, str]:
         ch = branch[i]
         if ch == "\\" and i + 1 < len(branch) and not branch[i + 1].isalnum():
             literal, i = literal + branch[i + 1], i + 2
-        elif ch in ".^$*+?{}[]()|\\":
+        elif ch in ".^$*+?{}[]()|\\" or ch == _GAP:
             break
         else:
             literal, i = literal + ch, i + 1
@@ -115,12 +119,38 @@ def _anchor(branch: str) -> tuple[str, str]:
     return ("needle", literal) if len(literal) >= 3 else ("always", "")
 
 
+class Aligned:
+    """A wording in fragments ("mailbox ... full"): each fragment found after the previous one
+    and within `_WINDOW` characters of it. Linear in the text: fragments are searched from each
+    occurrence of the first, never re-tried at later positions once found."""
+
+    def __init__(self, source: str) -> None:
+        self.fragments = tuple(compile_lower(f) for f in source.split(_GAP))
+
+    def search(self, text: str) -> str | None:
+        first = self.fragments[0].search(text)
+        while first is not None:
+            end = self._rest(text, first.end())
+            if end >= 0:
+                return text[first.start() : end]
+            first = self.fragments[0].search(text, first.start() + 1)
+        return None
+
+    def _rest(self, text: str, position: int) -> int:
+        for fragment in self.fragments[1:]:
+            found = fragment.search(text, position, position + _WINDOW + 200)
+            if found is None or found.start() - position > _WINDOW:
+                return -1
+            position = found.end()
+        return position
+
+
 class Family:
     """One reason's wordings, indexed for `search` (see the module docstring)."""
 
     def __init__(self, *sources: str) -> None:
         self.sources = tuple(b for src in sources for top in _split_top(src) for b in _expand(top))
-        self._compiled: list[re.Pattern[str] | None] = [None] * len(self.sources)
+        self._compiled: list[re.Pattern[str] | Aligned | None] = [None] * len(self.sources)
         self._by_word: dict[str, list[int]] = {}
         self._needles: list[tuple[str, int]] = []
         self._always: list[int] = []
@@ -134,10 +164,12 @@ class Family:
                 self._always.append(i)
         self._words = frozenset(self._by_word)
 
-    def _pattern(self, i: int) -> re.Pattern[str]:
+    def _pattern(self, i: int) -> re.Pattern[str] | Aligned:
         compiled = self._compiled[i]
         if compiled is None:
-            compiled = self._compiled[i] = compile_lower(self.sources[i])
+            source = self.sources[i]
+            compiled = Aligned(source) if _GAP in source else compile_lower(source)
+            self._compiled[i] = compiled
         return compiled
 
     def search(self, text: str, tokens: frozenset[str]) -> str | None:
@@ -145,7 +177,13 @@ class Family:
         candidates = [i for w in self._words & tokens for i in self._by_word[w]]
         candidates += [i for needle, i in self._needles if needle in text]
         for i in sorted(candidates + self._always):
-            found = self._pattern(i).search(text)
+            pattern = self._pattern(i)
+            if isinstance(pattern, Aligned):
+                phrase = pattern.search(text)
+                if phrase is not None:
+                    return phrase
+                continue
+            found = pattern.search(text)
             if found:
                 return found.group(0)
         return None
@@ -356,7 +394,8 @@ WORDING: dict[str, Family] = {
         rf"\({_GAP}@{_GAP}:blocked\)|access from ip address {_GAP} blocked|client host {_GAP} blocked using",
         rf"connections will not be accepted from {_GAP} because the ip is in spamhaus's list|dnsbl:rbl {_GAP}>_is_blocked",
         rf"email blocked by {_GAP}(?:\.barracudacentral\.org|spamhaus)|host {_GAP} refused to talk to me: {_GAP} blocked",
-        rf"ip {_GAP} is blocked by earthlink|is in an {_GAP}rbl on |mail server at {_GAP} is blocked|mail from {_GAP} refused(?::|, see {_GAP}orbs)",
+        rf"ip {_GAP} is blocked by earthlink|is in an {_GAP}rbl on |mail server at {_GAP} is blocked|mail from {_GAP} refused:",
+        rf"mail from {_GAP} refused, see {_GAP}orbs",
         rf"message from {_GAP} rejected based on blacklist|messages from {_GAP} temporarily deferred due to user complaints",
         rf"server ip {_GAP} listed as abusive|sorry! your ip address{_GAP} is blocked by rbl|the (?:domain|email|ip){_GAP} is blacklisted",
         rf"veuillez essayer plus tard\. service refused, please try later\. {_GAP}(?:103|510)|your access ip{_GAP} has been rejected",
