@@ -88,7 +88,7 @@ def _explicit(reason: str | None) -> bool:
 
 
 def _userunknown(f: Facts, named: str, w: Words) -> str | None:
-    if named == "suspend":
+    if named == "suspend" or f.command == "MAIL":
         return None
     if named == "userunknown":
         # A 5.1.1 with words of another family is that family's (a relay denial, a block, ...).
@@ -131,6 +131,8 @@ def _mesgtoobig(f: Facts, named: str, w: Words) -> str | None:
 
 
 def _hostunknown(f: Facts, named: str, w: Words) -> str | None:
+    if f.command == "MAIL":
+        return None  # refused at MAIL FROM: about our sender's domain (policy "sender-stage")
     if named == "hostunknown":
         return None if w.says("networkerror") else f.status
     return w.says("hostunknown")
