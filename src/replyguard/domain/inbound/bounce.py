@@ -305,6 +305,8 @@ def detect_bounce(
         evidence.append("bounce:wording-only")
     if why:
         evidence.append(f"bounce:why:{why[:80]}")
+    if facts.command:
+        evidence.append(f"bounce:command:{facts.command}")
     if is_temporary(facts.status, report.action):
         evidence.append("bounce:delayed" if (report.action or "").startswith("delay") else "bounce:temporary")
     info = BounceInfo(

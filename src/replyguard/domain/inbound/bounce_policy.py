@@ -113,9 +113,17 @@ POLICIES: dict[str, Policy] = {
         Policy(
             "missing-user-wording",
             "hard",
-            "'user unknown' / 'no such user' with no status code and no SMTP stage is a missing "
-            "user: we trust the words; sisimai calls it 'filtered' (soft) because it cannot rule "
-            "out a filter after DATA",
+            "'user unknown' / 'no such user' with no SMTP stage and no status naming another reason "
+            "is a missing user: we take the words at face value; sisimai calls it 'filtered' (soft) "
+            "because Japanese carriers answered so after DATA for mail their users' filters refused "
+            "(those carriers have their own rules here: bounce_hosts.py)",
+        ),
+        Policy(
+            "sender-stage",
+            "soft",
+            "a refusal at MAIL FROM is about our sender, never an unknown recipient or host, whatever "
+            "its words ('your envelope sender domain must exist'); sisimai may read such words as "
+            "hostunknown (hard)",
         ),
         Policy(
             "temporary-status",
@@ -161,6 +169,8 @@ def policy_for(reason: str | None, status: str | None, evidence: Iterable[str] =
         return POLICIES["temporary-status"]
     if reason == "userunknown" and "bounce:wording-only" in evidence:
         return POLICIES["missing-user-wording"]
+    if "bounce:command:MAIL" in evidence and not entry.hard:
+        return POLICIES["sender-stage"]
     if entry.hard != entry.sisimai_hard and entry.hard:
         return POLICIES["disabled-account"]
     return None
