@@ -458,6 +458,23 @@ CASES = [
         HARD,
     ),
     Case(
+        "fml: not a member of the list",
+        plain(
+            "You are not a member of this mailing list <sales@lists.dest.example>.\n\nIf you know the general "
+            "guide of this list, please send mail with the mail body\n\tguide\nto the address\n\tsales-ctl@lists.dest.example\n",
+            From="sales-admin@lists.dest.example",
+            Subject="You max@sales.example are not member (sales ML)",
+            **{
+                "X-MLServer": "fml [fml 4.0.3 release]",
+                "Message-ID": "<202407151000.FML12345@lists.dest.example>",
+            },
+        ),
+        "fml",
+        "rejected",
+        SOFT,
+        "sales@lists.dest.example",
+    ),
+    Case(
         "generic DSN: the answer is only in the text",
         report(
             f"Delivery to the following recipient failed:\n\n{RCPT}\n\nThe remote server said: 552 5.2.2 mailbox full\n",

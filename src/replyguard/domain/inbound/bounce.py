@@ -83,7 +83,7 @@ _NDR_TEXT = phrases.compile_lower(
     r"not a member of this mailing list|incorrectly constructed|malformed address|"
     r"error has occurred while attempting to deliver|could not find a gateway|"
     r"did not reach the following recipient|recipient name is not recognized|failed addresses follow|"
-    r"no valid recipients|unknown host",
+    r"no valid recipients|unknown host|loop alert|duplicated message-id|loop back warning",
 )
 _MESSAGE_ID = re.compile(r"^\s*Message-ID\s*:\s*(<[^>\s]+>)", re.IGNORECASE | re.MULTILINE)
 # A warning that delivery is still being tried (Sendmail, Exchange, Gmail write one of these).

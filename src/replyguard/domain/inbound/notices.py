@@ -84,7 +84,7 @@ def _provider_json(body: str) -> Notice | None:
         return None
     if isinstance(data, dict) and isinstance(data.get("Message"), str):  # an SNS envelope
         try:
-            data = json.loads(data["Message"][:_MAX_JSON])
+            data = json.loads(data["Message"][:_MAX_JSON], strict=False)
         except ValueError:
             return None
     if not isinstance(data, dict):
