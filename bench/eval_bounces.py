@@ -14,7 +14,7 @@ classified once and compared with its first recipient's row (recipient_index 0):
   or are listed policy; hard recall (sisimai hard that we call hard) >= 95%.
 
 Rows with reason `delivered` or `vacation` are not failures: they must not be bounces.
-Files without expectations must still be recognised (a bounce, or for `arf-*` a complaint).
+Files without expectations must still be recognised: never taken for a person's reply.
 Writes JSON to bench/out/eval_bounces.json (an ignored folder).
 """
 
@@ -105,10 +105,8 @@ def _score(results: list[dict[str, Any]]) -> dict[str, Any]:
     sisimai_hard = [r for r in failures if r["expected_verdict"] == "hard"]
     recalled = [r for r in sisimai_hard if r["verdict"] == "hard"]
     wrongly_bounce = [r for r in not_failures if r["verdict"]]
-    unrecognised = [
-        r for r in unlabelled
-        if r["kind"] == "human_reply" or (r["file"].startswith("arf-") and r["kind"] != "unsubscribe")
-    ]  # fmt: skip
+    # Taken for a person's reply: the one thing a bounce, a complaint or a report must not be.
+    unrecognised = [r for r in unlabelled if r["kind"] == "human_reply"]
     return {
         "failures": len(failures),
         "reason_correct": len(reason_ok),

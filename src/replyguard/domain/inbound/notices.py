@@ -12,6 +12,8 @@ Contract: `detect_notice(msg, subject, body, from_address)` returns a `Notice` o
 - "delivery_report": a DSN that reports only successful deliveries. No effect.
 - "apple_unsubscribe": the message Apple Mail sends for its one-tap Unsubscribe, wherever it
   arrives (our unsubscribe address or the ordinary reply address).
+- "feedback_report": an RFC 5965 report that is not a complaint (a DMARC forensic report,
+  Feedback-Type: auth-failure): about our domain's authentication, so no effect; shown.
 Never raises; the JSON read is bounded.
 """
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from email.message import Message
 
 from replyguard.domain.inbound.parse import content_type, header, header_names, own_parts
+from replyguard.domain.inbound.unsubscribe import ARF_COMPLAINT_TYPES, arf_feedback_type
 
 _MAX_JSON = 200_000
 _READ_SUBJECT = re.compile(r"^\s*(?:read|not read|gelesen|lu|leído|letto|gelezen|läst|odczytan\w*)\s*:", re.I)
@@ -144,14 +147,28 @@ def detect_notice(msg: Message, subject: str, body: str, from_address: str | Non
         return provider
     names = header_names(msg)
     if content_type(msg) == "multipart/report":
-        return None  # an ARF report: the unsubscribe rules read its Feedback-Type
-    jmrp_text = (from_address or "").lower().startswith(("staff@", "abuse@")) and bool(_JMRP.search(head))
-    if "x-hmxmroriginalrecipient" in names or jmrp_text:
+        # An ARF report: a complaint is the unsubscribe rules' (it stops all mail); any other
+        # Feedback-Type (a DMARC "auth-failure" forensic report) is about our domain: no effect.
+        feedback = arf_feedback_type(msg)
+        if feedback and feedback not in ARF_COMPLAINT_TYPES:
+            return Notice("feedback_report", (f"arf:{feedback}:no-effect",))
+        return None
+    reporter = (from_address or "").lower().startswith(("staff@", "abuse@"))
+    jmrp_text = reporter and bool(_JMRP.search(head) or _JMRP.search(subject))
+    # Hotmail's JMRP puts X-HmXmrOriginalRecipient on the report or on the attached message.
+    if "x-hmxmroriginalrecipient" in names or jmrp_text or (reporter and complaint_recipient(msg)):
         return Notice("complaint", ("complaint:non-arf",))
     return None
 
 
 def complaint_recipient(msg: Message) -> str | None:
-    """The complaining address a JMRP report names, when it names one."""
-    value = header(msg, "x-hmxmroriginalrecipient").strip("<> ")
-    return value or None
+    """The complaining address a JMRP report names (on the report or the attached message)."""
+    for part in own_parts(msg):
+        value = header(part, "x-hmxmroriginalrecipient").strip("<> ")
+        if value:
+            return value
+        payload = part.get_payload() if content_type(part) == "message/rfc822" else None
+        inner = payload[0] if isinstance(payload, list) and payload else None
+        if isinstance(inner, Message) and header(inner, "x-hmxmroriginalrecipient"):
+            return header(inner, "x-hmxmroriginalrecipient").strip("<> ") or None
+    return None

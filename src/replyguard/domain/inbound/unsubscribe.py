@@ -80,7 +80,7 @@ _WORDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     )
 )
 _NEWSLETTER = re.compile(r"newsletter|nyhetsbrev|nieuwsbrief|infolettre|boletín|bulletin", re.I)
-_ARF_TYPES = frozenset({"opt-out", "optout", "abuse", "complaint"})
+ARF_COMPLAINT_TYPES = frozenset({"opt-out", "optout", "abuse", "complaint"})
 _FEEDBACK_TYPE = re.compile(r"^Feedback-Type\s*:\s*([\w-]+)", re.IGNORECASE | re.MULTILINE)
 
 
@@ -111,7 +111,7 @@ def detect_unsubscribe(msg: Message, subject: str, new_text: str) -> tuple[str, 
     """Evidence names when this message asks to stop mail; () otherwise."""
     feedback = arf_feedback_type(msg)
     if feedback is not None:
-        return (f"arf:{feedback}",) if feedback in _ARF_TYPES else ()
+        return (f"arf:{feedback}",) if feedback in ARF_COMPLAINT_TYPES else ()
     evidence = []
     subject = subject.lower()
     for lang, pattern in _WORDS:
