@@ -24,6 +24,7 @@ from eval_common import REPO, Item, print_report, score
 
 BUILD = REPO / "tests" / "fixtures" / "heldout" / "build.py"
 ROUND2 = REPO / "tests" / "fixtures" / "heldout" / "round2.py"
+ROUND3 = REPO / "tests" / "fixtures" / "heldout" / "round3.py"
 
 
 def load_build(path: Path = BUILD, name: str = "heldout_build") -> ModuleType:
@@ -48,6 +49,12 @@ def round2_items() -> list[Item]:
     """Round 2 (issue 11): bounces with sisimai reasons, odd notices, return dates."""
     cases = load_build(ROUND2, "heldout_round2").build()
     return [Item(c.name, c.kind, c.dates, c.raw, c.lang, {"expected_reason": c.reason}) for c in cases]
+
+
+def round3_items() -> list[Item]:
+    """Round 3 (issue 11): out-of-office return dates only, written after the date work."""
+    cases = load_build(ROUND3, "heldout_round3").build()
+    return [Item(c.name, c.kind, c.dates, c.raw, c.lang, {}) for c in cases]
 
 
 def evaluate_round2() -> dict[str, object]:
@@ -118,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         for failure in reasons["failures"]:
             console.print(f"[cyan]reason {failure}[/]", highlight=False)
     report["round2"] = second
+    third = score(round3_items())
+    third.pop("results")
+    print_report(third, console, args.show_errors, title="Held-out round 3 (issue 11, dates). ")
+    report["round3"] = third
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"

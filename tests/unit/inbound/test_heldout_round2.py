@@ -1,4 +1,4 @@
-"""Regression guard on held-out round 2 (tests/fixtures/heldout/round2.py, built in memory).
+"""Regression guard on held-out rounds 2 and 3 (tests/fixtures/heldout/round2.py, round3.py).
 
 Round 2 was written for issue 11 before its bounce and return-date rules changed and scored
 once in that state: 35/58 kinds, 15/32 bounce reasons, 8/12 return dates, no human reply taken
@@ -81,3 +81,26 @@ def test_return_date_accuracy_floor(results):
             wrong.append((case.name, day, case.dates))
     assert len(dated) >= 10
     assert 1 - len(wrong) / len(dated) >= DATE_ACCURACY_FLOOR, wrong
+
+
+ROUND3 = ROUND2.with_name("round3.py")
+
+
+def test_round3_return_dates():
+    # Round 3 (return dates only) was written after the date work of issue 11 and scored once
+    # before any rule changed for it: 27/28 kinds, 26/28 dates (a Danish "fredag d. 2. august",
+    # a Turkish notice starting with a capital dotted I). Now 28/28 and 28/28.
+    spec = importlib.util.spec_from_file_location("heldout_round3", ROUND3)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["heldout_round3"] = module
+    spec.loader.exec_module(module)
+    cases = module.build()
+    wrong = []
+    for case in cases:
+        got = classify(case.raw)
+        day = got.return_date.isoformat() if got.return_date else None
+        if got.kind.value != case.kind or day not in case.dates:
+            wrong.append((case.name, got.kind.value, day))
+    assert len(cases) >= 25 and len({case.lang for case in cases}) >= 15
+    assert 1 - len(wrong) / len(cases) >= DATE_ACCURACY_FLOOR, wrong

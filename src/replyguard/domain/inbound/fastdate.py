@@ -110,7 +110,8 @@ _LEAD_WORDS = (
     r"neste|næste|vom|dès|from|per|w|ve|em|no|na|nel|nella|en|at|"
     # "from" before a weekday: "à partir de lundi", "a partir del lunes", "da lunedì", "från
     # måndag", "fra mandag", "od poniedziałku", "с понедельника", "v pondělí"
-    r"à|partir|partire|de|del|da|från|fra|och|og|med|od|v|с|в"
+    r"à|partir|partire|de|del|da|från|fra|och|og|med|od|v|с|в|"
+    r"d"  # Danish "fredag d. 2. august" (d. = den)
 )
 _LEAD = rf"(?:(?:(?P<weekday>{_WEEKDAY_ALT})|{_LEAD_WORDS})\b[,.]?\s+){{0,3}}"
 _YEAR = r"(?:\s*,?\s*(?:de\s+|del\s+)?(?P<year>(?:19|20)\d{2})\b)?"

@@ -24,7 +24,7 @@ from typing import Any
 from replyguard.domain.inbound.anchors import ANCHORS, INCLUSIVE_AFTER, Anchor, at_boundary
 from replyguard.domain.inbound.dateranges import after_weekday, range_ends, starts_range
 from replyguard.domain.inbound.fastdate import LEAD, WORTH_DATEPARSER, read_date, with_rollover
-from replyguard.domain.inbound.phrases import compile_lower
+from replyguard.domain.inbound.phrases import compile_lower, fold_case
 from replyguard.domain.inbound.suffixdates import suffix_candidates
 
 _APPLE_END = re.compile(r"endDate=(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})Z?", re.I)
@@ -37,7 +37,10 @@ _POSTFIX = compile_lower(
     r"(?:['’][^\W\d_]{1,4})?\s+(?:tarihine kadar|kadar|asti|saakka|tarihinde dönece)"
     # Hungarian "augusztus 5-ig" (until): month first, the suffix hangs on the day.
     r"|((?:január|február|március|április|május|június|július|augusztus|szeptember|október|"
-    r"november|december)\s+\d{1,2})\.?-(?:ig|éig|áig|jéig)\b",
+    r"november|december)\s+\d{1,2})\.?-(?:ig|éig|áig|jéig)\b"
+    # Turkish back: "5 Ağustos Pazartesi günü ofiste olacağım", "5 Ağustos'tan itibaren ofisteyim".
+    r"|(?<![\d.])(\d{1,2}\.?\s+[^\W\d_]{3,12}(?:\s+\d{4})?)(?:['’][^\W\d_]{1,4})?(?:\s+[^\W\d_]{4,9})?\s+"
+    r"(?:günü\s+|tarihinde\s+|itibar[ıi]yla\s+|itibaren\s+)?(?:ofiste|işbaşı|görevimin başında|dönüyor)",
 )
 _MAX_AHEAD = timedelta(days=400)
 _SPAN_CHARS = 60
@@ -152,9 +155,10 @@ def _candidates(text: str, sent: datetime, hint: str | None) -> list[tuple[int, 
         if _plausible(day, sent.date()):
             found.append(_ranked(kind, lang, pos, day, hint))
     for match in _POSTFIX.finditer(text):
-        day = parse_span(match.group(1) or match.group(2), hint or "en", sent)
+        day = parse_span(match.group(1) or match.group(2) or match.group(3), hint or "en", sent)
         if day:
-            found.append(_ranked("until", hint or "fi", match.start(), day, hint))
+            kind = "back" if match.group(3) else "until"
+            found.append(_ranked(kind, hint or "fi", match.start(), day, hint))
     for pos, end in range_ends(text):
         day = parse_span(end, hint or "en", sent)
         if day:
@@ -182,7 +186,7 @@ def find_return_date(
     if sent is None:
         return None, None  # relative words cannot be resolved without the message Date
     # Anchors are lower-case patterns; spans are cut from the same lower-cased text.
-    best = sorted(_candidates(f"{text[:_MAX_TEXT_CHARS]}\n{subject}".lower(), sent, hint))
+    best = sorted(_candidates(fold_case(f"{text[:_MAX_TEXT_CHARS]}\n{subject}"), sent, hint))
     if not best:
         return None, None
     return best[0][3], f"returndate:{best[0][4]}"
