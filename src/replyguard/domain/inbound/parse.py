@@ -100,13 +100,35 @@ def _text_of_raw(value: str) -> str:
     return " ".join(value.split())
 
 
-def header(msg: Message, name: str) -> str:
-    """The first such header's decoded value, '' when absent; never raises."""
-    wanted = name.lower()
+_FIRST = "_replyguard_first"  # lower-cased name -> first raw value, built once per message
+_DECODED = "_replyguard_decoded"  # lower-cased name -> decoded value, filled as asked
+
+
+def _first_values(msg: Message) -> dict[str, str]:
+    first = getattr(msg, _FIRST, None)
+    if isinstance(first, dict):
+        return first
+    first = {}
     for key, raw in msg.raw_items():
-        if key.lower() == wanted:
-            return _text_of_raw(str(raw))
-    return ""
+        first.setdefault(key.lower(), str(raw))
+    setattr(msg, _FIRST, first)
+    setattr(msg, _DECODED, {})
+    return first
+
+
+def header(msg: Message, name: str) -> str:
+    """The first such header's decoded value, '' when absent; never raises. The rules ask a
+    message for the same headers many times: names and decoded values are kept on the message
+    (which the classifier never changes) after the first read."""
+    wanted = name.lower()
+    raw = _first_values(msg).get(wanted)
+    if raw is None:
+        return ""
+    decoded: dict[str, str] = getattr(msg, _DECODED)
+    value = decoded.get(wanted)
+    if value is None:
+        value = decoded[wanted] = _text_of_raw(raw)
+    return value
 
 
 def header_names(msg: Message) -> set[str]:
