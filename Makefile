@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 RG     := $(VENV)/bin/replyguard
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-fast lint fmt eval torture torture-long bench clean lock
+.PHONY: help run test test-fast lint fmt eval eval-bounces classify-cost torture torture-long bench clean lock
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -53,8 +53,15 @@ fmt: $(VENV)/.installed ## Format and autofix
 clean: ## Remove the venv and local databases
 	rm -rf $(VENV) demo.db demo.db-* demo-outbox .pytest_cache .mypy_cache .ruff_cache
 
-eval: $(VENV)/.installed ## Classification accuracy on ../shared/corpus (read in place)
+eval: $(VENV)/.installed ## Classification accuracy on ../shared/corpus and the held-out sets (results in bench/out/, ignored)
 	$(PY) bench/eval_classifier.py
+	$(PY) bench/eval_heldout.py
+
+eval-bounces: $(VENV)/.installed ## Bounce reasons and hard/soft against sisimai on ../shared/corpus-bounces (read in place)
+	$(PY) bench/eval_bounces.py
+
+classify-cost: $(VENV)/.installed ## CPU and memory of hostile messages: classify and ingest end to end
+	$(PY) bench/classify_cost.py
 
 torture: $(VENV)/.installed ## Fault campaign, long profile, on PostgreSQL (SEED=1); report in bench/results/
 	$(PY) bench/torture.py --profile long --seed $(or $(SEED),1) --report bench/results/torture-long.json

@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "classify_speed.json")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "classify_speed.json")
     args = parser.parse_args(argv)
     report: dict[str, object] = {"python": platform.python_version(), "seconds_per_kind": args.seconds}
     for name, items in (("heldout", heldout_items()), ("corpus", corpus_items(args.corpus))):

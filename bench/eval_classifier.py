@@ -5,7 +5,8 @@ Usage: .venv/bin/python bench/eval_classifier.py [--corpus PATH] [--out PATH] [-
 Reads `<corpus>/labels.tsv` and `<corpus>/emails/*.eml` (never copied into this repository),
 classifies each file and prints per-kind accuracy, the confusion matrix, return-date accuracy
 per language, every human reply taken for an automatic message (must be none), and new-text
-accuracy on REPLY_TEXT.tsv. Writes a JSON report to bench/results/eval_classifier.json.
+accuracy on REPLY_TEXT.tsv. Writes a JSON report to bench/out/eval_classifier.json (ignored;
+the committed reference results in bench/results/ are updated deliberately with --out).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def _print(report: dict[str, object], console: Console, show_errors: bool) -> No
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "eval_classifier.json")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "eval_classifier.json")
     parser.add_argument("--show-errors", action="store_true")
     args = parser.parse_args(argv)
     console = Console()

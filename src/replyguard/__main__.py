@@ -1,5 +1,5 @@
 """`python -m replyguard`: the same CLI as the `replyguard` script."""
 
-from replyguard.entrypoints.cli.app import main
+from replyguard.entrypoints.cli.launcher import main
 
 main()

@@ -7,6 +7,7 @@ from datetime import timedelta
 from email.message import EmailMessage
 from email.utils import format_datetime
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
@@ -189,11 +190,34 @@ def test_soft_bounces_are_logged_and_repeated_ones_become_hard(app: App, clock: 
     _sent_day(app, clock)
     mid, _, _ = _first_sent(app, MARC, REPORTS)
     for n in range(3):
-        dsn = _dsn(MARC, mid, "4.2.2", f"452 4.2.2 Mailbox full {n}", dsn_id=f"<dsn{n}@mx.test>")
+        dsn = _dsn(MARC, mid, "5.2.2", f"552 5.2.2 Mailbox full {n}", dsn_id=f"<dsn{n}@mx.test>")
         result = ingest_raw(app, dsn, "test")
         expected = "bounce_soft" if n < 2 else "bounce_hard"
         assert result.kind == expected
         assert lead_state(app, MARC, REPORTS) == ("active" if n < 2 else "bounced")
+    with app.uow() as uow:
+        reasons = set(uow.session.scalars(select(m.Reply.bounce_reason)))
+    assert reasons == {"mailboxfull"}
+
+
+@pytest.mark.parametrize(
+    ("status", "diagnostic"),
+    [
+        ("4.2.2", "452 4.2.2 Mailbox full"),  # temporary: never suppresses
+        ("5.7.1", "554 5.7.1 Service unavailable; Client host [192.0.2.9] blocked using zen.spamhaus.org"),
+        ("5.7.26", "550 5.7.26 Unauthenticated email is not accepted due to domain's DMARC policy"),
+    ],
+)
+def test_temporary_and_sender_side_bounces_never_add_up_to_hard(
+    app: App, clock: FixedClock, status: str, diagnostic: str
+) -> None:
+    _sent_day(app, clock)
+    mid, _, _ = _first_sent(app, MARC, REPORTS)
+    for n in range(4):
+        dsn = _dsn(MARC, mid, status, f"{diagnostic} ({n})", dsn_id=f"<dsn-t{n}@mx.test>")
+        result = ingest_raw(app, dsn, "test")
+        assert (result.kind, result.duplicate) == ("bounce_soft", False)
+    assert lead_state(app, MARC, REPORTS) == "active"
 
 
 def test_an_unsubscribe_request_stops_every_product(app: App, clock: FixedClock) -> None:

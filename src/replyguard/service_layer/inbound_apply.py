@@ -27,12 +27,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from email.message import EmailMessage
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.addresses import domain_of
 from replyguard.domain.authentication import Verdict, judge
+from replyguard.domain.inbound.bounce_policy import ESCALATING_REASONS
 from replyguard.domain.inbound.classify import Classification
 from replyguard.domain.inbound.parse import header
 from replyguard.domain.next_step import ThreadKind
@@ -123,7 +124,10 @@ def _record(
 ) -> Applied:
     lead_id = match.lead_ids[0]
     sender = (c.bounce.recipient if c.bounce and c.bounce.recipient else c.from_address) or ""
-    if kind is ReplyKind.BOUNCE_SOFT and _soft_bounces(uow, sender) + 1 >= SOFT_BOUNCE_LIMIT:
+    # Only soft bounces that speak about the recipient add up (bounce_policy.escalates): a
+    # delay, a temporary failure or a problem of OUR sending never suppresses the address.
+    counts = kind is ReplyKind.BOUNCE_SOFT and c.bounce is not None and c.bounce.counts_toward_hard
+    if counts and _soft_bounces(uow, sender) + 1 >= SOFT_BOUNCE_LIMIT:
         kind, evidence = ReplyKind.BOUNCE_HARD, (*evidence, f"bounce:soft-repeated-{SOFT_BOUNCE_LIMIT}")
         row.kind = kind
     confirmed = match.sender_known and verdict is not Verdict.FAIL
@@ -146,6 +150,7 @@ def _record(
             new_contact=c.new_contact,
             sender_confirmed=confirmed,
             references=tuple(r for r in (c.in_reply_to, *c.references) if r),
+            bounce_reason=c.bounce.reason if c.bounce else None,
         ),
         app.settings,
         app.failpoints,
@@ -282,6 +287,8 @@ def _soft_bounces(uow: UnitOfWork, address: str) -> int:
                 m.Reply.workspace_id == uow.workspace_id,
                 m.Reply.kind == ReplyKind.BOUNCE_SOFT,
                 m.Reply.from_address == address.lower(),
+                # Rows from before reasons were stored (NULL) still count, as they always did.
+                or_(m.Reply.bounce_reason.is_(None), m.Reply.bounce_reason.in_(ESCALATING_REASONS)),
             )
         )
         or 0

@@ -55,6 +55,7 @@ class IncomingReply:
     # authentication). An unsubscribe then stops the lead but suppresses nothing until a
     # person confirms (service_layer/confirmations.py).
     sender_confirmed: bool = True
+    bounce_reason: str | None = None  # a bounce's reason in sisimai's taxonomy (bounce_reasons.py)
 
 
 @dataclass
@@ -123,6 +124,7 @@ def record_reply(
         text=reply.text,
         return_date=reply.return_date,
         evidence=list(reply.evidence),
+        bounce_reason=reply.bounce_reason,
         source=reply.source,
         received_at=reply.received_at,
         recorded_at=now,

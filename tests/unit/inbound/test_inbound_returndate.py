@@ -147,11 +147,13 @@ def test_fast_reader_leaves_numbers_that_are_not_dates_alone():
 @pytest.mark.parametrize(
     ("lang", "text", "expected"),
     [
-        ("fr", "Je suis en congés du 15 au 26 juillet.", "2024-07-26"),
-        ("es", "Estaré fuera del 15 al 31 de julio.", "2024-07-31"),
-        ("it", "Sono in ferie dal 15 al 26 luglio.", "2024-07-26"),
+        ("fr", "Je suis en congés du 15 au 26 juillet.", "2024-07-27"),
+        ("es", "Estaré fuera del 15 al 31 de julio.", "2024-08-01"),
+        ("it", "Sono in ferie dal 15 al 26 luglio.", "2024-07-27"),
         ("hu", "Szabadságon vagyok augusztus 5-ig.", "2024-08-05"),
     ],
 )
-def test_ranges_give_their_last_day(lang, text, expected):
+def test_ranges_give_the_day_after_their_last_day(lang, text, expected):
+    # The end of a range is a day away ("du 15 au 26": away on the 26th); "augusztus 5-ig"
+    # (until the 5th) is a plain until and gives the 5th.
     assert back(text, hint=lang) == expected

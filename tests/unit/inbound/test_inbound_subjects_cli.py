@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from replyguard.domain.inbound import MessageParseError, classify, normalize_subject
 from replyguard.domain.inbound.subjects import subject_key
-from replyguard.entrypoints.cli.inspect_cmd import inspect_command
+from replyguard.entrypoints.cli.inspect_cmd import run as inspect_run
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,7 @@ def test_subject_key_ignores_case_and_list_tags():
 def test_inspect_prints_json(tmp_path, capsys, mail):
     path = tmp_path / "reply.eml"
     path.write_bytes(mail("Ja, gerne.\n\nViele Grüße\nJana", subject="AW: Angebot"))
-    assert inspect_command(path, as_json=True) == 0
+    assert inspect_run([str(path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["kind"] == "human_reply"
     assert out["return_date"] is None
@@ -51,13 +51,13 @@ def test_inspect_prints_json(tmp_path, capsys, mail):
 def test_inspect_table_and_errors(tmp_path, capsys, mail):
     path = tmp_path / "reply.eml"
     path.write_bytes(mail("Hello"))
-    assert inspect_command(path, as_json=False) == 0
+    assert inspect_run([str(path)]) == 0
     assert "human_reply" in capsys.readouterr().out
     empty = tmp_path / "empty.eml"
     empty.write_bytes(b"")
-    assert inspect_command(empty, as_json=True) == 2
+    assert inspect_run([str(empty), "--json"]) == 2
     assert "not a readable email" in capsys.readouterr().err
-    assert inspect_command(tmp_path / "missing.eml", as_json=True) == 2
+    assert inspect_run([str(tmp_path / "missing.eml"), "--json"]) == 2
 
 
 def test_non_mail_input_raises_parse_error():
@@ -93,3 +93,29 @@ def test_mutated_messages_only_raise_parse_error(edits):
     except MessageParseError:
         return
     json.dumps(result.to_json(), ensure_ascii=False)
+
+
+def test_inspect_prints_one_json_line_per_message_of_an_mbox_and_of_files(tmp_path, capsys, mail):
+    mbox = tmp_path / "box.mbox"
+    one, two = mail("Ja, gerne."), mail("Please unsubscribe me.")
+    mbox.write_bytes(
+        b"From a@b Mon Jul 15 10:00:00 2024\n"
+        + one
+        + b"\n\nFrom a@b Mon Jul 15 10:01:00 2024\n"
+        + two
+        + b"\n"
+    )
+    single = tmp_path / "one.eml"
+    single.write_bytes(one)
+    assert inspect_run([str(mbox), str(single), "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["kind"] for line in lines] == ["human_reply", "unsubscribe", "human_reply"]
+    assert lines[2]["origin"] == str(single)
+    assert lines[0]["origin"] != lines[1]["origin"]
+
+
+def test_launcher_finds_the_command_after_global_options():
+    from replyguard.entrypoints.cli.launcher import _command
+
+    assert _command(["--db", "sqlite:///x.db", "--now", "2024-07-15", "inspect", "a.eml"]) == 4
+    assert _command(["--json"]) is None

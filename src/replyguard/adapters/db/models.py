@@ -256,6 +256,8 @@ class Reply(Base):
     text: Mapped[str | None] = mapped_column(Text)
     return_date: Mapped[date | None] = mapped_column(Date)
     evidence: Mapped[list[str]] = mapped_column(JSON, default=list)
+    # A bounce's reason in sisimai's taxonomy (domain/inbound/bounce_policy.py); None otherwise.
+    bounce_reason: Mapped[str | None] = mapped_column(String(30))
     source: Mapped[str] = mapped_column(String(20))  # cli | inbound | api
     received_at: Mapped[datetime]
     recorded_at: Mapped[datetime]

@@ -2,7 +2,8 @@
 
 Each anchor's pattern ends where the date should start. `kind` says what the date means:
 "back" (the first day back), "until" (the last day away, or ambiguous), "until_incl" (the
-last day away, stated inclusively), "out" (a day the person is away: weakest evidence).
+last day away, stated inclusively), "range" (the end of a range of days away: also the last
+day away), "out" (a day the person is away: weakest evidence).
 """
 
 from __future__ import annotations
@@ -20,17 +21,19 @@ class Anchor:
     pattern: re.Pattern[str]
     #: The match must start at a word boundary (checked by the caller, see `_a`).
     boundary: bool = False
+    #: Only a range's end: a "from" word and a date must come just before (dateranges.py).
+    needs_start: bool = False
 
 
 _LEADING_BOUNDARY = re.compile(r"^(?:\\b|\(\?<!\\w\))")
 
 
-def _a(lang: str, kind: str, src: str) -> Anchor:
+def _a(lang: str, kind: str, src: str, *, needs_start: bool = False) -> Anchor:
     """An anchor searched in lower-cased text (see phrases.compile_lower: much faster than
     IGNORECASE). A leading \\b is checked by the caller instead of by the regex: without it the
     engine can skip ahead to the keyword's first letters, about three times faster."""
     bare = _LEADING_BOUNDARY.sub("", src)
-    return Anchor(lang, kind, compile_lower(bare), boundary=bare != src)
+    return Anchor(lang, kind, compile_lower(bare), boundary=bare != src, needs_start=needs_start)
 
 
 def at_boundary(text: str, start: int) -> bool:
@@ -38,6 +41,12 @@ def at_boundary(text: str, start: int) -> bool:
     return start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")
 
 
+# Weekdays after "do"/"до" (until): Polish, Czech and Russian genitives ("do piątku", "do pátku").
+_SLAVIC_WEEKDAY = (
+    r"(?:poniedział|poniedzial|wtork|środy|srody|czwartk|piątk|piatk|soboty|niedziel|pondělí|pondeli|"
+    r"úterý|utery|středy|stredy|čtvrtk|ctvrtk|pátk|patk|neděle|nedele|понедельник|вторник|сред|"
+    r"четверг|пятниц|суббот|воскресень)"
+)
 _WEEKDAY_GAP = r"(?:[^\W\d_]{2,12},?\s+)?"  # "on Monday, July 22": the weekday is optional
 
 ANCHORS: tuple[Anchor, ...] = (
@@ -53,6 +62,7 @@ ANCHORS: tuple[Anchor, ...] = (
     _a("en", "until_incl", r"\b(?:through|thru|up to and including|until and including)\s+"),
     _a("en", "until", r"\b(?:until|till|til|untill)\s+"),
     _a("en", "out", r"\bout of (?:the )?office\s+(?:on\s+)?"),
+    _a("en", "range", r"\bto\s+(?:the\s+)?", needs_start=True),  # "from July 15 to July 26"
     # German
     _a(
         "de",
@@ -90,7 +100,8 @@ ANCHORS: tuple[Anchor, ...] = (
         "it",
         "back",
         r"\b(?:rientrerò|rientrero|rientro|sarò di ritorno|di ritorno|tornerò|"
-        r"sarò nuovamente (?:in ufficio|disponibile))\s+(?:in ufficio\s+)?(?:il\s+|dal\s+)?",
+        r"sarò (?:nuovamente|di nuovo) (?:in ufficio|disponibile|raggiungibile))\s+(?:in ufficio\s+)?"
+        r"(?:il\s+|dal\s+)?",
     ),
     # Portuguese
     _a("pt", "until", r"\baté\s+(?:ao\s+|o\s+|a\s+|à\s+)?(?:dia\s+)?"),
@@ -128,40 +139,41 @@ ANCHORS: tuple[Anchor, ...] = (
         r"\b(?:tilbage|tilbake)\s+(?:på kontoret\s+|igen\s+)?(?:den\s+|på\s+|"
         r"d\.\s+)?",
     ),
-    # Polish ("do" needs a digit after it: it is also an English word)
-    _a("pl", "until", r"\bdo\s+(?:dnia\s+)?(?=\d)"),
+    # Polish and Czech ("do" needs a digit or a weekday after it: it is also an English word)
+    _a("pl", "until", r"\bdo\s+(?:dnia\s+)?(?=\d|" + _SLAVIC_WEEKDAY + ")"),
     _a(
         "pl",
         "back",
-        r"\b(?:wracam|wrócę|powrót|będę (?:dostępn[ya]|w biurze|z powrotem))\s+"
+        r"\b(?:wracam|wrócę|powrót|będę (?:dostępn[ya]|w biurze|z powrotem|osiągaln[ya]))\s+"
         r"(?:w\s+|od\s+|dnia\s+)*",
     ),
 )
 
 ANCHORS += (
     # Russian ("до" needs a digit after it), Czech, Finnish, Turkish, Chinese-free forms
-    _a("ru", "until", r"(?<!\w)(?:по|до)\s+(?=\d)"),
+    # "по 26 июля" is inclusive in Russian ("в отпуске по 26 июля": the 26th is a day off).
+    _a("ru", "until_incl", r"(?<!\w)по\s+(?=\d)"),
+    _a("ru", "until", r"(?<!\w)до\s+(?=\d|" + _SLAVIC_WEEKDAY + ")"),
     _a("ru", "back", r"(?<!\w)(?:вернусь|буду в офисе|выйду на работу)\s+(?:в\s+офис\s+)?"),
     _a("cs", "back", r"\b(?:zpět|vrátím se|vracím se|budu (?:zpět|k dispozici))\s+(?:v\s+|ve\s+|od\s+)?"),
     _a("fi", "back", r"\b(?:palaan|takaisin)\s+(?:toimistolle\s+|töihin\s+)?"),
     # Ranges: "du 15 au 26 juillet", "del 15 al 31 de julio", "dal 15 al 26 luglio", "de 15 a 26
     # de julho": the end of the range is the last day away.
-    _a("fr", "until", r"\bdu\s+\d{1,2}(?:er)?(?:\s+[^\W\d_]{3,12}\.?)?\s+au\s+"),
-    _a("es", "until", r"\bdel?\s+\d{1,2}(?:\s+de\s+[^\W\d_]{3,12})?\s+al\s+"),
-    _a("it", "until", r"\bdal\s+\d{1,2}(?:\s+[^\W\d_]{3,12})?\s+al\s+"),
-    _a("pt", "until", r"\bde\s+\d{1,2}(?:\s+de\s+[^\W\d_]{3,12})?\s+a\s+"),
+    _a("fr", "range", r"\bdu\s+\d{1,2}(?:er)?(?:[./]\d{1,2}\.?)?(?:\s+[^\W\d_]{3,12}\.?)?\s+au\s+"),
+    _a(
+        "es",
+        "range",
+        r"\b(?:del?|desde el)\s+\d{1,2}(?:/\d{1,2})?(?:\s+de\s+[^\W\d_]{3,12})?\s+(?:al|hasta el)\s+",
+    ),
+    _a("it", "range", r"\bdal\s+\d{1,2}(?:/\d{1,2})?(?:\s+[^\W\d_]{3,12})?\s+al\s+"),
+    _a("pt", "range", r"\b(?:de|desde)\s+\d{1,2}(?:/\d{1,2})?(?:\s+de\s+[^\W\d_]{3,12})?\s+(?:a|até)\s+"),
     _a("nb", "back", r"\btilbake\s+(?:på\s+jobb\s+|på\s+kontoret\s+)?(?:den\s+|på\s+)?"),
 )
 
 #: A date followed by an inclusive marker ("26.07. einschließlich", "31 luglio compreso").
 INCLUSIVE_AFTER = re.compile(
-    r"^(?:[^.\n;]|(?<=\d)\.){0,40}?\b(?:inclusive|inclusively|included|einschließlich|inklusive|inclus|"
-    r"incluse|incluso|incluido|inclusive|compreso|compresa|incluído|włącznie|inbegrepen)\b",
+    r"^(?:[^.\n;]|(?<=\d)\.|(?<=\br)\.){0,40}?\b(?:inclusive|inclusively|included|einschließlich|inklusive|inclus|"
+    r"incluse|incluso|incluido|inclusive|compreso|compresa|incluído|włącznie|inbegrepen|včetně|"
+    r"vcetne|включительно|bezárólag|dahil|inkl)\b",
     re.IGNORECASE,
-)
-
-#: "July 10-31": a month word with a day range; the end of the range is the last day away.
-RANGE = compile_lower(
-    r"\b(?P<month>[^\W\d_]{3,12})\.?\s+\d{1,2}(?:st|nd|rd|th)?\s*[-–]\s*(?P<end>\d{1,2})"
-    r"(?:st|nd|rd|th)?\b",
 )

@@ -17,25 +17,47 @@ from email.parser import HeaderParser
 from typing import Any
 
 from replyguard.domain.inbound import phrases
-from replyguard.domain.inbound.bounce_reasons import is_hard, reason_for
-from replyguard.domain.inbound.parse import decode_part, header, header_names, own_parts, raw_header
+from replyguard.domain.inbound.bounce_facts import facts_of
+from replyguard.domain.inbound.bounce_policy import escalates, is_temporary, verdict
+from replyguard.domain.inbound.bounce_reasons import WORDING_ONLY, reason_for
+from replyguard.domain.inbound.mta import Mail, Report, read_reports
+from replyguard.domain.inbound.mta.mail import returned_copy_cut
+from replyguard.domain.inbound.mta.text import DsnFields, first_address
+from replyguard.domain.inbound.parse import (
+    content_type,
+    decode_part,
+    header,
+    header_names,
+    own_parts,
+    raw_header,
+)
 from replyguard.domain.inbound.subjects import has_reply_prefix
 
+# Delivery robots in all their spellings: mailer-daemon, MAILER_DAEMON, post_master,
+# post.master, mail.delivery, bounce(s), mdaemon, and list managers' own robots.
 _DAEMON_FROM = re.compile(
-    r"^(?:mailer-daemon|postmaster|mail-daemon|maildelivery|mail\.delivery|bounces?|"
-    r"mdaemon|nobody)(?:[+.-][^@]*)?@",
+    r"^(?:mailer[-_.]?daemon|post[-_.]?master|mail[-_.]?daemon|mail[-_.]?delivery|bounces?|"
+    r"mdaemon|nobody|mail[-_.]?(?:administrator|system)|smtp[-_.]?gateway)(?:[+.-][^@]*)?@",
     re.IGNORECASE,
 )
-_DAEMON_NAME = re.compile(r"mail delivery (?:sub)?system|mailer[- ]daemon|postmaster", re.I)
+_DAEMON_NAME = re.compile(
+    r"mail delivery (?:sub)?system|mailer[- _]?daemon|post[-_ ]?master|mail administrator|"
+    r"mail delivery service|delivery status notification",
+    re.I,
+)
+# A mailing-list manager's robot: Mailman's -owner/-bounces/-request, Google Groups.
+_LIST_ROBOT = re.compile(r"^[^@]+-(?:owner|bounces?|request|admin)(?:\+[^@]*)?@|@googlegroups\.com$", re.I)
 _NDR_SUBJECT = re.compile(
     r"undeliver|undelivered|delivery (?:status notification|failure|failed|has failed|"
     r"problem|report|notification)|mail delivery failed|returned mail|failure notice|"
     r"non[- ]?delivery|nondeliverable|could not be delivered|not delivered|"
-    r"message delayed|delayed mail|warning: .{0,30}(?:delayed|not yet been delivered)|"
+    r"message delayed|delayed mail|warning: .{0,30}(?:delayed|not yet been delivered|could not send)|"
     r"unzustellbar|nicht zustellbar|non remis|onbestelbaar|olevererbar|non recapitabile|"
-    r"no entregado|não entregue|niedostarczon|mail system error|returned to sender|"
-    r"delivery notification|rejected|mail (?:failure|error)|failed mail|"
-    r"delivery (?:status|warning)",
+    r"no entregado|no se puede entregar|não entregue|niedostarczon|mail system error|returned to sender|"
+    r"delivery notification|rejected|mail (?:failure|error|failed)|failed mail|"
+    r"delivery (?:status|warning)|moderator approval|"
+    r"エラー|送信(?:失敗|できません)|配信(?:不能|失敗)|不達|未達|返送|"
+    r"недоставлен|не доставлен|nedoručiteln|kézbesíthetetlen",
     re.IGNORECASE,
 )
 _NDR_TEXT = phrases.compile_lower(
@@ -45,26 +67,33 @@ _NDR_TEXT = phrases.compile_lower(
     r"(?:message|mail) (?:was )?not delivered|failed permanently|mailbox (?:is )?(?:full|"
     r"unavailable)|not yet been delivered|delivery (?:is |has been )?delayed|"
     r"following (?:address|recipient)s? (?:failed|had permanent)|reject(?:ed)?|quota|"
-    r"does not exist|no such (?:user|domain)|delivery attempts|\b[45]\.\d{1,3}\.\d{1,3}\b|"
+    r"does not exist|no such (?:user|domain)|delivery attempts|(?<![\d.])[45]\.\d{1,3}\.\d{1,3}(?!\.?\d)|"
     r"\b5[05][0-9][ -]|over quota|message size|not (?:a )?valid|could not deliver|"
     r"(?:was|were) not delivered|can(?:not|'t) be delivered|not listed in|"
     r"did not (?:exactly )?match|network error|warning message only|will be retried|"
-    r"fatal errors?|is delayed|message (?:is )?delayed",
+    r"fatal errors?|is delayed|message (?:is )?delayed|deferred|"
+    r"permission to post|not allowed to post|awaits moderator|held until the list moderator|"
+    r"nicht zugestellt|konnte nicht zugestellt|unzustellbar|existiert nicht|"
+    r"n'a pas pu être (?:remis|distribué)|non remis|n'existe pas|"
+    r"no se (?:ha )?(?:podido|pudo) entregar|no existe|non (?:è stato possibile recapitare|recapitabile)|"
+    r"não (?:foi possível entregar|pôde ser entregue)|kan niet worden bezorgd|onbestelbaar|"
+    r"nie (?:został|można) dostarczyć|nie istnieje|не (?:может быть )?доставлен|"
+    r"送信(?:に)?失敗|送信できませんでした|配信(?:でき|され)ませんでした|届きませんでした|存在しません|"
+    r"groups\.google\.com/support|had delivery problems|non-delivered information|account is disabled|"
+    r"not a member of this mailing list|incorrectly constructed|malformed address|"
+    r"error has occurred while attempting to deliver|could not find a gateway|"
+    r"did not reach the following recipient|recipient name is not recognized|failed addresses follow|"
+    r"no valid recipients|unknown host|loop alert|duplicated message-id|loop back warning",
 )
-_STATUS = re.compile(r"\b([245])\.(\d{1,3})\.(\d{1,3})\b")
-_FIELD = re.compile(r"^(Final-Recipient|Original-Recipient|Action|Status|Diagnostic-Code)\s*:"
-                    r"\s*(.*(?:\n[ \t].*)*)", re.IGNORECASE | re.MULTILINE)  # fmt: skip
 _MESSAGE_ID = re.compile(r"^\s*Message-ID\s*:\s*(<[^>\s]+>)", re.IGNORECASE | re.MULTILINE)
-# Exim, qmail and others paste the returned message after a line like this one.
-_RETURNED_COPY = re.compile(
-    r"^[-\s]*(?:This is a copy of|Below this line is a copy|Original message follows|"
-    r"--- Below this line|Undelivered message follows|Original message as received|"
-    r"-+ ?Header of the (?:source|original) (?:mail|message))",
-    re.IGNORECASE | re.MULTILINE,
+# A warning that delivery is still being tried (Sendmail, Exchange, Gmail write one of these).
+_DELAY = re.compile(
+    r"warning message only|you do not need to resend|will (?:keep|continue) trying|"
+    r"delivery attempts will continue|has not yet been delivered|not yet been delivered|\bdeferred:",
+    re.IGNORECASE,
 )
 _SUCCESS_ACTIONS = frozenset({"delivered", "relayed", "expanded"})
 _RETURNED_TYPES = frozenset({"message/rfc822", "text/rfc822-headers", "message/rfc822-headers"})
-_ADDR = re.compile(r"<?([\w.+'=-]+@[\w-]+(?:\.[\w-]+)+)>?")
 _ADDR_ANY = re.compile(r"[\w.+'=-]+@[\w.-]+")
 _LINE_ADDR = re.compile(
     r"^[\s>*-]*<?([\w.+'=/-]+@[\w-]+(?:\.[\w-]+)+)>?\s*[:.,]?\s*(?:\(.*\))?$", re.MULTILINE
@@ -90,6 +119,19 @@ class BounceInfo:
     recipient: str | None
     original_message_id: str | None
     diagnostic: str | None
+    why: str = ""  # the phrase or code that decided the reason
+
+    @property
+    def counts_toward_hard(self) -> bool:
+        """Whether this soft bounce counts toward 'repeated soft bounces become hard': only a
+        permanent failure that speaks about the recipient (bounce_policy.escalates); never a delay
+        or a temporary (4.x.x) failure, never a problem of our own sending."""
+        return not is_temporary(self.status, self.action) and escalates(self.reason)
+
+    @property
+    def delayed(self) -> bool:
+        """A warning that delivery is still being tried: shown, never counted."""
+        return (self.action or "").startswith("delay")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,64 +142,14 @@ class BounceInfo:
             "recipient": self.recipient,
             "original_message_id": self.original_message_id,
             "diagnostic": self.diagnostic,
+            "why": self.why,
+            "delayed": self.delayed,
         }
 
 
-@dataclass(slots=True)
-class _Recipient:
-    address: str | None = None
-    action: str | None = None
-    status: str | None = None
-    diagnostic: str = ""
-
-
-def _clean_address(value: str) -> str | None:
-    match = _ADDR.search(value.split(";", 1)[-1])
-    return match.group(1) if match else None
-
-
-def _dsn_recipients(part: Message) -> list[_Recipient]:
-    """Per-recipient fields of a message/delivery-status part, however it was parsed."""
-    payload = part.get_payload()
-    if isinstance(payload, list):
-        text = "\n\n".join(_fields_text(p) for p in payload if isinstance(p, Message))
-    else:
-        text = decode_part(part)
-    return _recipients_from_text(text)
-
-
-def _recipients_from_text(text: str) -> list[_Recipient]:
-    out: list[_Recipient] = []
-    current = _Recipient()
-    for name, value in _FIELD.findall(text.replace("\r\n", "\n")):
-        key, val = name.lower(), " ".join(value.split())
-        if key == "final-recipient" and (current.address or current.status):
-            out.append(current)
-            current = _Recipient()
-        if key in {"final-recipient", "original-recipient"}:
-            current.address = current.address or _clean_address(val)
-        elif key == "action":
-            # Some MTAs write "failure" or "Delayed": keep the RFC 3464 vocabulary.
-            action = val.lower()
-            current.action = "failed" if action.startswith("fail") else action
-            current.action = "delayed" if action.startswith("delay") else current.action
-        elif key == "status":
-            found = _STATUS.search(val)
-            current.status = ".".join(found.groups()) if found else None
-        else:
-            current.diagnostic = val
-    if current.address or current.status or current.action:
-        out.append(current)
-    return out
-
-
-def _fields_text(block: Message) -> str:
-    return "\n".join(f"{k}: {header(block, k)}" for k in block)
-
-
 def _original_message_id(msg: Message, text: str) -> str | None:
-    for part in msg.walk():
-        ctype = part.get_content_type()
+    for part in own_parts(msg):
+        ctype = content_type(part)
         if ctype in {"message/rfc822", "message/global"}:
             payload = part.get_payload()
             inner = payload[0] if isinstance(payload, list) and payload else None
@@ -198,6 +190,8 @@ def _ndr_signals(msg: Message, subject: str, from_address: str | None) -> list[s
         signals.append("subject:ndr")
     if "x-failed-recipients" in header_names(msg):
         signals.append("header:x-failed-recipients")
+    if from_address and _LIST_ROBOT.search(from_address):
+        signals.append("from:list-manager")
     return signals
 
 
@@ -209,7 +203,7 @@ def _robot_signals(msg: Message, subject: str, signals: list[str]) -> list[str]:
         robot.append("header:empty-return-path")
     if robot or "subject:ndr" not in signals or has_reply_prefix(subject):
         return robot
-    if any(p.get_content_type() in _RETURNED_TYPES for p in own_parts(msg)[1:]):
+    if any(content_type(p) in _RETURNED_TYPES for p in own_parts(msg)[1:]):
         robot.append("structure:returned-message")
     else:
         temporary, permanent = _flufl_failures(msg)
@@ -231,22 +225,55 @@ def _address_in_notice(msg: Message, notice: str) -> str | None:
     return None
 
 
-def _complete(msg: Message, first: _Recipient, notice: str, evidence: list[str]) -> None:
-    """Fill the failed address and status from X-Failed-Recipients, flufl.bounce, the prose."""
-    if first.address is None and header(msg, "x-failed-recipients"):
-        first.address = _clean_address(header(msg, "x-failed-recipients"))
-    if first.address is None:
-        first.address = _address_in_notice(msg, notice)
-        if first.address:
+def _complete(msg: Message, report: Report, notice: str, evidence: list[str]) -> None:
+    """Fill a failed address the format did not give: X-Failed-Recipients, the prose, flufl.bounce."""
+    if report.recipient and "@" in report.recipient and not report.recipient.startswith("@"):
+        return
+    report.recipient = first_address(header(msg, "x-failed-recipients")) or None
+    if report.recipient is None:
+        report.recipient = _address_in_notice(msg, notice)
+        if report.recipient:
             evidence.append("notice:recipient")
-    if first.address is None:  # flufl.bounce is slow (its detectors scan every line): last resort
+    if report.recipient is None:  # flufl.bounce is slow (its detectors scan every line): last resort
         temporary, permanent = _flufl_failures(msg)
         if temporary or permanent:
             evidence.append("flufl:" + ("permanent" if permanent else "temporary"))
-            first.address = first.address or sorted(permanent or temporary)[0]
-    if first.status is None:
-        found = _STATUS.search(first.diagnostic or notice)
-        first.status = ".".join(found.groups()) if found else None
+            report.recipient = sorted(permanent or temporary)[0]
+
+
+def _failed(reports: list[Report]) -> list[Report]:
+    return [r for r in reports if (r.action or "failed") in ("failed", "delayed")]
+
+
+def _dsn_reports(text: str) -> list[Report]:
+    fields = DsnFields()
+    for line in text.split("\n"):
+        fields.feed(line.rstrip())
+    return [r for r in fields.reports if r.recipient or r.status or r.action]
+
+
+def _is_bounce(
+    msg: Message, mail: Mail, from_address: str | None, evidence: list[str]
+) -> tuple[bool | None, list[str]]:
+    """(True, signals) for a bounce; (None, []) for a DSN of successes only; (False, []) else."""
+    failed: list[Report] = []
+    if mail.dsn:
+        reported = _dsn_reports(mail.dsn)
+        if reported and all(r.action in _SUCCESS_ACTIONS for r in reported):
+            return None, []
+        failed = _failed(reported)
+        if failed:
+            evidence.append("dsn:rfc3464")
+    signals = _ndr_signals(msg, mail.subject, from_address)
+    robot = _robot_signals(msg, mail.subject, signals)
+    # Some MTAs paste the DSN fields inline instead of in a message/delivery-status part.
+    inline = not failed and robot and "final-recipient:" in mail.notice.lower()
+    if inline and any(r.action in ("failed", "delayed") for r in _dsn_reports(mail.notice)):
+        evidence.append("dsn:inline")
+    # Failure wording stands near the top of a notice: its first 8,000 characters are read.
+    if not evidence and (not robot or not _NDR_TEXT.search(f"{mail.notice[:8000]} {mail.subject}".lower())):
+        return False, []
+    return True, signals
 
 
 def detect_bounce(
@@ -255,40 +282,41 @@ def detect_bounce(
     """The bounce this message reports, with the rules that fired; (None, ()) otherwise."""
     if phrases.first_match(phrases.CHALLENGE, text[:3000]):
         return None, ()
-    notice = _RETURNED_COPY.split(text, 1)[0][:20000]
-    # Only the message's own parts: a person forwarding a bounce has not bounced.
-    dsn_parts = [p for p in own_parts(msg) if p.get_content_type() == "message/delivery-status"]
+    notice = returned_copy_cut(text)[:20000]
+    mail = Mail.of(msg, subject, notice)
     evidence: list[str] = []
-    recipients: list[_Recipient] = []
-    if dsn_parts:
-        reported = [r for part in dsn_parts for r in _dsn_recipients(part)]
-        # "delivered", "relayed" and "expanded" are success notices, not failures.
-        recipients = [r for r in reported if (r.action or "failed") in {"failed", "delayed"}]
-        if reported and all(r.action in _SUCCESS_ACTIONS for r in reported):
-            return None, ()
-        if recipients:
-            evidence.append("dsn:rfc3464")
-    signals = _ndr_signals(msg, subject, from_address)
-    robot = _robot_signals(msg, subject, signals)
-    if not recipients and robot and "final-recipient:" in notice.lower():
-        # Some MTAs paste the DSN fields inline instead of in a message/delivery-status part.
-        recipients = [r for r in _recipients_from_text(notice) if r.action in {"failed", "delayed"}]
-        if recipients:
-            evidence.append("dsn:inline")
-    if not evidence and (not robot or not _NDR_TEXT.search((notice + " " + subject).lower())):
+    bounce, signals = _is_bounce(msg, mail, from_address, evidence)
+    if not bounce:
         return None, ()
     evidence.extend(signals)
-    first = recipients[0] if recipients else _Recipient()
-    _complete(msg, first, notice, evidence)
-    reason = reason_for(first.status, first.action, (first.diagnostic, notice, subject))
+    reports, agent = read_reports(mail)
+    failed = _failed(reports)
+    if failed:
+        report = failed[0]
+        evidence.append(f"mta:{agent}")
+    else:  # prose no reader knows: the whole notice is the diagnostic
+        report = Report(diagnosis=f"{notice}\n{subject}", action="delayed" if _DELAY.search(notice) else None)
+    _complete(msg, report, notice, evidence)
+    facts = facts_of(report)
+    reason, why = reason_for(facts)
     evidence.append(f"bounce:{reason}")
+    if why.startswith(WORDING_ONLY):
+        why = why[len(WORDING_ONLY) :]
+        evidence.append("bounce:wording-only")
+    if why:
+        evidence.append(f"bounce:why:{why[:80]}")
+    if facts.command:
+        evidence.append(f"bounce:command:{facts.command}")
+    if is_temporary(facts.status, report.action):
+        evidence.append("bounce:delayed" if (report.action or "").startswith("delay") else "bounce:temporary")
     info = BounceInfo(
-        hard=is_hard(reason, first.status),
+        hard=verdict(reason, facts.status, report.action),
         reason=reason,
-        status=first.status,
-        action=first.action,
-        recipient=first.address,
+        status=facts.status,
+        action=report.action,
+        recipient=report.recipient,
         original_message_id=_original_message_id(msg, text),
-        diagnostic=first.diagnostic or None,
+        diagnostic=report.diagnosis[:1000] if failed else None,
+        why=why[:200],
     )
     return info, tuple(evidence)

@@ -19,10 +19,16 @@ from typing import Any
 from replyguard.domain.addresses import sender_of
 from replyguard.domain.inbound.autoreply import detect_auto_reply
 from replyguard.domain.inbound.bounce import BounceInfo, detect_bounce
+from replyguard.domain.inbound.bounce_facts import facts_of
+from replyguard.domain.inbound.bounce_policy import verdict
+from replyguard.domain.inbound.bounce_reasons import reason_for
+from replyguard.domain.inbound.mta import Report
+from replyguard.domain.inbound.notices import Notice, detect_notice
 from replyguard.domain.inbound.parse import (
     body_text,
     extract_body,
     header,
+    limits_of,
     parse_message,
     raw_header,
 )
@@ -105,6 +111,34 @@ def _date(msg: EmailMessage) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+_BARE_UNSUBSCRIBE = re.compile(
+    r"^\s*(?:unsubscribe|unsubscribe me|opt[- ]?out|abmelden|désabonner)\s*$", re.I
+)
+
+
+def _bare_unsubscribe(subject: str) -> bool:
+    return bool(_BARE_UNSUBSCRIBE.match(subject))
+
+
+def _notice_kind(notice: Notice) -> tuple[ReplyKind, tuple[str, ...], BounceInfo | None]:
+    """Read receipts and provider events other than bounces and complaints have no effect
+    (auto_reply: logged only); complaints and one-tap unsubscribes stop all mail."""
+    if notice.kind in ("complaint", "apple_unsubscribe") or notice.event == "complaint":
+        return ReplyKind.UNSUBSCRIBE, notice.evidence, None
+    if notice.event != "bounce":
+        return ReplyKind.AUTO_REPLY, notice.evidence, None
+    action = "failed" if notice.bounce_permanent else "delayed"
+    report = Report(recipient=notice.bounce_recipient, diagnosis=notice.bounce_diagnostic,
+                    status=notice.bounce_status, action=action)  # fmt: skip
+    facts = facts_of(report)
+    reason, why = reason_for(facts)
+    hard = notice.bounce_permanent and verdict(reason, facts.status, action)
+    info = BounceInfo(hard, reason, facts.status, action, notice.bounce_recipient, None,
+                      notice.bounce_diagnostic or None, why[:200])  # fmt: skip
+    kind = ReplyKind.BOUNCE_HARD if hard else ReplyKind.BOUNCE_SOFT
+    return kind, (*notice.evidence, f"bounce:{reason}", f"bounce:why:{why[:80]}"), info
+
+
 def classify(raw: bytes) -> Classification:
     """Classify raw message bytes. Raises MessageParseError only (for non-mail input)."""
     return classify_message(parse_message(raw))
@@ -122,8 +156,12 @@ def classify_message(msg: EmailMessage) -> Classification:
     return_date: date | None = None
     left_company, new_contact = False, None
 
-    bounce, bounce_ev = detect_bounce(msg, subject, sender, full)
-    if bounce is not None:
+    notice = detect_notice(msg, subject, full, sender)
+    bounce, bounce_ev = (None, ()) if notice else detect_bounce(msg, subject, sender, full)
+    if notice is not None:
+        kind, evidence, bounce = _notice_kind(notice)
+        reply = full.strip()[:_MAX_NOTICE_CHARS]
+    elif bounce is not None:
         kind = ReplyKind.BOUNCE_HARD if bounce.hard else ReplyKind.BOUNCE_SOFT
         evidence = bounce_ev
         # A robot's notice has no quoted history to strip; its text is shown as it came.
@@ -135,6 +173,10 @@ def classify_message(msg: EmailMessage) -> Classification:
         auto = detect_auto_reply(msg, subject, reply, sender, quoted=quoted)
         if arf:
             kind, evidence = ReplyKind.UNSUBSCRIBE, unsubscribe_ev
+        elif auto.automatic and _bare_unsubscribe(subject):
+            # Apple Mail's one-tap unsubscribe and similar tools mark their mail automatic; a
+            # subject that is only "unsubscribe" is a request whatever the headers say.
+            kind, evidence = ReplyKind.UNSUBSCRIBE, ("subject:unsubscribe-only", *auto.evidence)
         elif auto.automatic:
             evidence = auto.evidence
             left_company, new_contact = auto.left_company, auto.new_contact
@@ -152,11 +194,12 @@ def classify_message(msg: EmailMessage) -> Classification:
             kind, evidence = ReplyKind.UNSUBSCRIBE, unsubscribe_ev
         else:
             evidence = ("default:human",)
+    cuts = (*limits_of(msg), *body.cuts)
     return Classification(
         kind=kind,
         return_date=return_date,
         reply_text=reply,
-        evidence=evidence,
+        evidence=(*evidence, *cuts),
         left_company=left_company,
         new_contact=new_contact,
         bounce=bounce,

@@ -74,21 +74,44 @@ _WEEKDAY_NAMES: dict[int, tuple[str, ...]] = {
         "søndag", "niedziela", "sunnuntai", "sunnuntaina", "neděle", "nedele", "pazar",
         "воскресенье"),
 }  # fmt: skip
+# Case forms a weekday takes after "from", "until" and "on" in Polish ("od poniedziałku", "do
+# piątku", "w środę"), Russian ("с понедельника", "до пятницы", "в среду"), Czech ("do pátku",
+# "ve středu") and Hungarian ("hétfőn"; the "-tól"/"-ig" forms are read in returndate.py).
+_WEEKDAY_FORMS: dict[int, tuple[str, ...]] = {
+    0: ("poniedziałku", "poniedzialku", "понедельника", "hétfő", "hétfőn", "hetfo"),
+    1: ("wtorku", "вторника", "kedd", "kedden"),
+    2: ("środy", "srody", "środę", "srode", "среды", "среду", "středy", "stredy", "středu", "stredu",
+        "szerda", "szerdán"),
+    3: ("czwartku", "четверга", "čtvrtka", "ctvrtka", "csütörtök", "csütörtökön"),
+    4: ("piątku", "piatku", "пятницы", "пятницу", "pátku", "patku", "péntek", "pénteken"),
+    5: ("soboty", "sobotę", "sobote", "субботы", "субботу", "sobotu", "szombat", "szombaton"),
+    6: ("niedzieli", "niedzielę", "niedziele", "воскресенья", "neděle", "nedele", "neděli", "nedeli",
+        "vasárnap"),
+}  # fmt: skip
 MONTHS: dict[str, int] = {name: num for num, names in _MONTH_NAMES.items() for name in names}
-WEEKDAYS: dict[str, int] = {name: num for num, names in _WEEKDAY_NAMES.items() for name in names}
+WEEKDAYS: dict[str, int] = {
+    name: num for table in (_WEEKDAY_NAMES, _WEEKDAY_FORMS) for num, names in table.items() for name in names
+}
 
 
 def _alternation(names: list[str]) -> str:
     return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
 
 
-_MONTH = rf"(?P<month>{_alternation(list(MONTHS))})"
+#: Every month name and every weekday form, longest first, as regex alternations.
+MONTH_ALT = _alternation(list(MONTHS))
+WEEKDAY_ALT = _alternation(list(WEEKDAYS))
+_MONTH = rf"(?P<month>{MONTH_ALT})"
 _MONTH2 = _MONTH.replace("?P<month>", "?P<month2>")
-_WEEKDAY_ALT = _alternation(list(WEEKDAYS))
+_WEEKDAY_ALT = WEEKDAY_ALT
 _LEAD_WORDS = (
     r"the|on|le|el|den|dem|der|il|lo|la|o|a|dia|am|op|på|du|au|al|dnia|zum|ab|dal|next|this|"
     r"coming|nächsten|nächster|kommenden|prochain|próximo|proximo|prossimo|volgende|nästa|"
-    r"neste|næste|vom|dès|from|per|w|ve|em|no|na|nel|nella|en|at"
+    r"neste|næste|vom|dès|from|per|w|ve|em|no|na|nel|nella|en|at|"
+    # "from" before a weekday: "à partir de lundi", "a partir del lunes", "da lunedì", "från
+    # måndag", "fra mandag", "od poniedziałku", "с понедельника", "v pondělí"
+    r"à|partir|partire|de|del|da|från|fra|och|og|med|od|v|с|в|"
+    r"d"  # Danish "fredag d. 2. august" (d. = den)
 )
 _LEAD = rf"(?:(?:(?P<weekday>{_WEEKDAY_ALT})|{_LEAD_WORDS})\b[,.]?\s+){{0,3}}"
 _YEAR = r"(?:\s*,?\s*(?:de\s+|del\s+)?(?P<year>(?:19|20)\d{2})\b)?"
@@ -108,8 +131,7 @@ _BARE_DAY = re.compile(
     re.IGNORECASE,
 )
 _WEEKDAY_ONLY = re.compile(
-    rf"^\s*(?:(?:the|on|next|this|coming|nächsten|kommenden|prochain|el|le|den|am|op|på)\s+)?"
-    rf"(?P<weekday>{_WEEKDAY_ALT})\b(?!\s*,?\s*(?:the\s+)?\d)",
+    rf"^\s*(?:(?:{_LEAD_WORDS})\s+){{0,3}}(?P<weekday>{_WEEKDAY_ALT})(?![\w-])(?!\s*,?\s*(?:the\s+)?\d)",
     re.IGNORECASE,
 )
 
@@ -179,4 +201,9 @@ def read_date(span: str, sent: date) -> date | None:
     wanted = WEEKDAYS.get(match.group("weekday").lower()) if match else None
     if wanted is None:
         return None
+    return next_weekday(wanted, sent)
+
+
+def next_weekday(wanted: int, sent: date) -> date:
+    """The next day strictly after `sent` that falls on weekday `wanted` (Monday is 0)."""
     return sent + timedelta(days=(wanted - sent.weekday() - 1) % 7 + 1)

@@ -24,6 +24,7 @@ from email.message import EmailMessage, Message
 from email.parser import BytesParser
 
 from replyguard.domain.inbound.htmltext import html_to_text
+from replyguard.domain.inbound.limits import MAX_HTML_CHARS, MAX_TEXT_CHARS, bound, cut_tags, cut_text
 
 _PARSER = BytesParser(_class=EmailMessage, policy=policy.compat32)
 # Charsets that mail clients label wrongly all the time: iso-8859-1 text written on Windows
@@ -43,6 +44,7 @@ class Body:
 
     plain: str
     html: str
+    cuts: tuple[str, ...] = ()  # "limit:..." evidence: what of the text was not read
 
 
 def parse_message(raw: bytes) -> EmailMessage:
@@ -54,13 +56,21 @@ def parse_message(raw: bytes) -> EmailMessage:
         raise MessageParseError("the message is empty")
     if data.startswith(b"From ") and b"\n" in data:
         data = data.split(b"\n", 1)[1]  # an mbox "From " envelope line is not a header
+    data, cuts = bound(data)  # bounded cost: headers and size cut before the parser sees them
     try:
         msg = _PARSER.parsebytes(data)
     except Exception as exc:  # the stdlib parser has rare internal errors on garbage
         raise MessageParseError(f"unreadable message: {exc.__class__.__name__}") from exc
     if not isinstance(msg, EmailMessage) or not list(_safe_keys(msg)):
         raise MessageParseError("no header found: this is not an email message")
+    msg.replyguard_limits = cuts  # type: ignore[attr-defined]
     return msg
+
+
+def limits_of(msg: Message) -> tuple[str, ...]:
+    """The 'limit:...' evidence of what `parse_message` did not read of this message."""
+    cuts = getattr(msg, "replyguard_limits", ())
+    return tuple(cuts) if isinstance(cuts, tuple) else ()
 
 
 def _safe_keys(msg: Message) -> list[str]:
@@ -90,13 +100,35 @@ def _text_of_raw(value: str) -> str:
     return " ".join(value.split())
 
 
-def header(msg: Message, name: str) -> str:
-    """The first such header's decoded value, '' when absent; never raises."""
-    wanted = name.lower()
+_FIRST = "_replyguard_first"  # lower-cased name -> first raw value, built once per message
+_DECODED = "_replyguard_decoded"  # lower-cased name -> decoded value, filled as asked
+
+
+def _first_values(msg: Message) -> dict[str, str]:
+    first = getattr(msg, _FIRST, None)
+    if isinstance(first, dict):
+        return first
+    first = {}
     for key, raw in msg.raw_items():
-        if key.lower() == wanted:
-            return _text_of_raw(str(raw))
-    return ""
+        first.setdefault(key.lower(), str(raw))
+    setattr(msg, _FIRST, first)
+    setattr(msg, _DECODED, {})
+    return first
+
+
+def header(msg: Message, name: str) -> str:
+    """The first such header's decoded value, '' when absent; never raises. The rules ask a
+    message for the same headers many times: names and decoded values are kept on the message
+    (which the classifier never changes) after the first read."""
+    wanted = name.lower()
+    raw = _first_values(msg).get(wanted)
+    if raw is None:
+        return ""
+    decoded: dict[str, str] = getattr(msg, _DECODED)
+    value = decoded.get(wanted)
+    if value is None:
+        value = decoded[wanted] = _text_of_raw(raw)
+    return value
 
 
 def header_names(msg: Message) -> set[str]:
@@ -112,8 +144,32 @@ def raw_header(msg: Message, name: str) -> str | None:
     return None
 
 
+_TEXT = "_replyguard_text"  # a part's decoded text, kept on the part: the rules read it twice
+_CTYPE = "_replyguard_ctype"  # a part's content type, kept on the part: asked dozens of times
+
+
+def content_type(part: Message) -> str:
+    """`part.get_content_type()`, computed once per part (the stdlib parses the header each time)."""
+    cached = getattr(part, _CTYPE, None)
+    if isinstance(cached, str):
+        return cached
+    ctype = part.get_content_type()
+    setattr(part, _CTYPE, ctype)
+    return ctype
+
+
 def decode_part(part: Message) -> str:
-    """A leaf part's payload as text, whatever its transfer encoding and charset claim."""
+    """A leaf part's payload as text, whatever its transfer encoding and charset claim.
+    Decoded once per part object."""
+    cached = getattr(part, _TEXT, None)
+    if isinstance(cached, str):
+        return cached
+    text = _decode_part(part)
+    setattr(part, _TEXT, text)
+    return text
+
+
+def _decode_part(part: Message) -> str:
     try:
         payload = part.get_payload(decode=True)
     except Exception:
@@ -152,7 +208,7 @@ def body_parts(msg: Message) -> list[Message]:
     stack: list[Message] = [msg]
     while stack and len(out) < _MAX_PARTS:
         part = stack.pop(0)
-        ctype = part.get_content_type()
+        ctype = content_type(part)
         if ctype.startswith("message/"):
             continue  # returned or forwarded messages are not this sender's words
         if part.is_multipart():
@@ -164,17 +220,31 @@ def body_parts(msg: Message) -> list[Message]:
     return out
 
 
+_OWN_PARTS = "_replyguard_own_parts"  # the list, kept on the message: several rules ask for it
+
+
 def own_parts(msg: Message) -> list[Message]:
-    """Every part of the message itself, containers included, but not of attached messages."""
+    """Every part of the message itself, containers included, but not of attached messages.
+    Computed once per message object (the classifier's rules each ask; the parts never change
+    after parsing)."""
+    cached = getattr(msg, _OWN_PARTS, None)
+    if isinstance(cached, list):
+        return cached
+    out = _own_parts(msg)
+    setattr(msg, _OWN_PARTS, out)
+    return out
+
+
+def _own_parts(msg: Message) -> list[Message]:
     out: list[Message] = []
     stack: list[Message] = [msg]
     while stack and len(out) < _MAX_PARTS:
         part = stack.pop(0)
         out.append(part)
-        if part is not msg and part.get_content_type() in {"message/rfc822", "message/global"}:
+        if part is not msg and content_type(part) in {"message/rfc822", "message/global"}:
             continue
         payload = part.get_payload() if part.is_multipart() else None
-        if isinstance(payload, list) and not part.get_content_type().startswith("message/"):
+        if isinstance(payload, list) and not content_type(part).startswith("message/"):
             stack[0:0] = [p for p in payload if isinstance(p, Message)]
     return out
 
@@ -183,7 +253,7 @@ def extract_body(msg: Message) -> Body:
     """The first inline text/plain and text/html of the message's own body."""
     plain = html = ""
     for part in body_parts(msg):
-        ctype = part.get_content_type()
+        ctype = content_type(part)
         if _is_attachment(part):
             continue
         if (ctype == "text/plain" or ctype.startswith("multipart/")) and not plain.strip():
@@ -191,7 +261,10 @@ def extract_body(msg: Message) -> Body:
             plain = decode_part(part)
         elif ctype == "text/html" and not html.strip():
             html = decode_part(part)
-    return Body(plain=plain.replace("\r\n", "\n").replace("\r", "\n"), html=html)
+    cuts: list[str] = []
+    plain = cut_text(plain, MAX_TEXT_CHARS, "text", cuts)
+    html = cut_tags(cut_text(html, MAX_HTML_CHARS, "html", cuts), cuts)
+    return Body(plain=plain.replace("\r\n", "\n").replace("\r", "\n"), html=html, cuts=tuple(cuts))
 
 
 def body_text(body: Body) -> str:

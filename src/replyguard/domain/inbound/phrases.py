@@ -22,13 +22,19 @@ def compile_lower(src: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(src, flags)
 
 
+def fold_case(text: str) -> str:
+    """`text` lower-cased for the lower-case patterns. Turkish capital dotted I lowers to "i"
+    plus a combining dot, which no pattern would match: it is folded to a plain "i"."""
+    return text.lower().replace("i\u0307", "i")
+
+
 def _family(entries: Sequence[tuple[str, str]]) -> Family:
     return tuple((lang, compile_lower(src)) for lang, src in entries)
 
 
 def first_match(family: Family, text: str) -> str | None:
     """The language tag of the first pattern of `family` found in `text`, or None."""
-    lowered = text.lower()
+    lowered = fold_case(text)
     for lang, pattern in family:
         if pattern.search(lowered):
             return lang

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from email.message import Message
 
-from replyguard.domain.inbound.parse import decode_part, header
+from replyguard.domain.inbound.parse import content_type, decode_part, header
 from replyguard.domain.inbound.phrases import compile_lower
 
 _WORDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -80,13 +80,13 @@ _WORDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     )
 )
 _NEWSLETTER = re.compile(r"newsletter|nyhetsbrev|nieuwsbrief|infolettre|boletín|bulletin", re.I)
-_ARF_TYPES = frozenset({"opt-out", "optout", "abuse", "complaint"})
+ARF_COMPLAINT_TYPES = frozenset({"opt-out", "optout", "abuse", "complaint"})
 _FEEDBACK_TYPE = re.compile(r"^Feedback-Type\s*:\s*([\w-]+)", re.IGNORECASE | re.MULTILINE)
 
 
 def arf_feedback_type(msg: Message) -> str | None:
     """The Feedback-Type of an RFC 5965 report, or None when the message is not one."""
-    ctype = msg.get_content_type()
+    ctype = content_type(msg)
     if ctype != "multipart/report":
         return None
     try:
@@ -96,7 +96,7 @@ def arf_feedback_type(msg: Message) -> str | None:
     if str(report_type).lower() != "feedback-report":
         return None
     for part in msg.walk():
-        if part.get_content_type() == "message/feedback-report":
+        if content_type(part) == "message/feedback-report":
             payload = part.get_payload()
             blocks = payload if isinstance(payload, list) else []
             for block in blocks:
@@ -111,7 +111,7 @@ def detect_unsubscribe(msg: Message, subject: str, new_text: str) -> tuple[str, 
     """Evidence names when this message asks to stop mail; () otherwise."""
     feedback = arf_feedback_type(msg)
     if feedback is not None:
-        return (f"arf:{feedback}",) if feedback in _ARF_TYPES else ()
+        return (f"arf:{feedback}",) if feedback in ARF_COMPLAINT_TYPES else ()
     evidence = []
     subject = subject.lower()
     for lang, pattern in _WORDS:

@@ -584,14 +584,6 @@ def inbound_list(
     out.print(table)
 
 
-@app.command("inspect")
-def inspect(file: Path, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Classify one email file (or - for stdin) without touching any database."""
-    from replyguard.entrypoints.cli.inspect_cmd import inspect_command
-
-    raise typer.Exit(inspect_command(file, as_json))
-
-
 @app.command()
 def demo(
     ctx: typer.Context,
@@ -609,7 +601,9 @@ def demo(
     raise typer.Exit(run_demo(options.db or "sqlite:///demo.db", examples, outbox, out))
 
 
-from replyguard.entrypoints.cli import listen_cmd, poll_cmd, senders_cmd, serve_cmd  # noqa: E402
+from replyguard.entrypoints.cli import inspect_cmd, listen_cmd, poll_cmd, senders_cmd, serve_cmd  # noqa: E402
+
+inspect_cmd.register(app)
 
 serve_cmd.register(app)
 listen_cmd.register(app)

@@ -1,32 +1,37 @@
-"""`replyguard inspect FILE [--json]`: classify one message and show why.
+"""`replyguard inspect PATH... [--json]`: classify messages and show why, without a database.
 
-A thin entry point: read bytes, call the pure classifier, print. Exit codes: 0 classified,
-2 the input could not be read or is not an email message (the reason goes to stderr).
+PATH is an .eml file, an mbox, a Maildir (or a folder of them) or `-` for stdin; any number of
+them. With --json each message is one JSON line (JSON Lines) with its `origin` (the file, or
+`file#n` for the n-th message of an mbox); without, a table per message.
+
+Fast path: `launcher.main` calls `run(argv)` for `inspect` before the rest of the CLI is
+imported, so inspect pays for the classifier only (no SQLAlchemy, no HTTP stack, no Typer).
+Exit codes: 0 every message classified, 2 some input could not be read or is not an email
+(each reason on stderr; the other messages are still printed).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
+from replyguard.adapters.mail_files import MailSourceError, iter_messages
 from replyguard.domain.inbound import Classification, MessageParseError, classify
+
+if TYPE_CHECKING:
+    import typer
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 
 
-def _read(path: Path) -> bytes:
-    if str(path) == "-":
-        return sys.stdin.buffer.read()
-    return path.read_bytes()
-
-
-def _print_table(result: Classification) -> None:
+def _print_table(result: Classification, origin: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(show_header=False, title="replyguard inspect")
+    table = Table(show_header=False, title=f"replyguard inspect {origin}")
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     table.add_row("kind", result.kind.value)
@@ -36,7 +41,7 @@ def _print_table(result: Classification) -> None:
     table.add_row("evidence", ", ".join(result.evidence))
     if result.bounce:
         b = result.bounce
-        table.add_row("bounce", f"{b.reason} status={b.status} recipient={b.recipient}")
+        table.add_row("bounce", f"{b.reason} ({b.why}) status={b.status} recipient={b.recipient}")
         table.add_row("original message", b.original_message_id or "-")
     if result.left_company:
         table.add_row("left company", f"yes; new contact: {result.new_contact or '-'}")
@@ -44,20 +49,60 @@ def _print_table(result: Classification) -> None:
     Console().print(table)
 
 
-def inspect_command(path: Path, as_json: bool) -> int:
-    """Classify the message at `path` (`-` for stdin) and print it; return the exit code."""
-    try:
-        raw = _read(path)
-    except OSError as exc:
-        sys.stderr.write(f"replyguard inspect: cannot read {path}: {exc.strerror or exc}\n")
-        return EXIT_BAD_INPUT
+def _one(item_origin: str, raw: bytes, as_json: bool) -> bool:
     try:
         result = classify(raw)
     except MessageParseError as exc:
-        sys.stderr.write(f"replyguard inspect: {path} is not a readable email: {exc}\n")
-        return EXIT_BAD_INPUT
+        sys.stderr.write(f"replyguard inspect: {item_origin} is not a readable email: {exc}\n")
+        return False
     if as_json:
-        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(json.dumps({"origin": item_origin, **result.to_json()}, ensure_ascii=False) + "\n")
     else:
-        _print_table(result)
-    return EXIT_OK
+        _print_table(result, item_origin)
+    return True
+
+
+def inspect_paths(paths: list[str], as_json: bool) -> int:
+    """Classify every message under `paths` and print it; return the exit code."""
+    status = EXIT_OK
+    for path in paths:
+        seen = 0
+        try:
+            for item in iter_messages([path], sys.stdin.buffer):
+                seen += 1
+                status = status if _one(item.origin, item.raw, as_json) else EXIT_BAD_INPUT
+        except (MailSourceError, OSError) as exc:
+            sys.stderr.write(f"replyguard inspect: cannot read {path}: {exc}\n")
+            status = EXIT_BAD_INPUT
+            continue
+        if not seen:
+            sys.stderr.write(f"replyguard inspect: {path} is not a readable email: no message in it\n")
+            status = EXIT_BAD_INPUT
+    return status
+
+
+def run(argv: list[str]) -> int:
+    """The fast path: `argv` are the arguments after `inspect`."""
+    parser = argparse.ArgumentParser(prog="replyguard inspect", description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="+", metavar="PATH")
+    parser.add_argument("--json", action="store_true", dest="as_json", help="one JSON line per message")
+    args = parser.parse_args(argv)
+    return inspect_paths(list(args.paths), args.as_json)
+
+
+def register(app: typer.Typer) -> None:
+    """The same command in the Typer app (help, `python -m replyguard`)."""
+    import typer
+
+    def inspect(paths: list[str], as_json: bool = False) -> None:
+        """Classify emails (files, mbox, Maildir, -) without touching any database."""
+        raise typer.Exit(inspect_paths(paths, as_json))
+
+    # Real objects, not the strings `from __future__ import annotations` would leave: Typer
+    # resolves annotations in this module's globals, where typer is not imported (fast path).
+    inspect.__annotations__ = {
+        "paths": Annotated[list[str], typer.Argument(help=".eml, mbox, Maildir or - (stdin)")],
+        "as_json": Annotated[bool, typer.Option("--json", help="One JSON line per message.")],
+        "return": None,
+    }
+    app.command("inspect")(inspect)

@@ -1,0 +1,74 @@
+"""Hostile messages cost bounded work (issue 7 item 12, issue 11 item 4).
+
+The bounds are 100 ms to classify (messages up to 25 MB) and 1 s of CPU / 200 MB to ingest
+(up to 30 MB); bench/classify_cost.py measures them (docs/benchmarks.md). These tests assert
+generous multiples only (10x the CPU bound), and mostly count work: what was cut is named.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from hostile import HOSTILE, big_attachment, huge_subject, quoted_printable
+
+from replyguard.bootstrap import App
+from replyguard.domain.inbound import classify
+from replyguard.domain.inbound.parse import header, parse_message
+from replyguard.domain.states import ReplyKind
+from replyguard.service_layer.ingest import ingest_raw
+
+GENEROUS_CLASSIFY_CPU_S = 1.0  # 10x the 100 ms bound: a busy machine must still pass
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_hostile_message_classifies_within_a_generous_bound_and_names_the_cut(name: str) -> None:
+    raw = HOSTILE[name]()
+    started = time.process_time()
+    result = classify(raw)
+    assert time.process_time() - started < GENEROUS_CLASSIFY_CPU_S
+    assert any(e.startswith("limit:") for e in result.evidence), result.evidence
+    assert result.kind is ReplyKind.HUMAN_REPLY  # every one of them is a person's reply
+
+
+def test_a_760kb_subject_is_cut_and_the_reply_is_still_read() -> None:
+    result = classify(huge_subject())
+    assert "limit:header-cut:Subject:760009-bytes" in result.evidence
+    assert result.reply_text == "Yes, call me."
+    assert len(result.subject) <= 32_000
+
+
+def test_a_reply_with_a_25mb_attachment_keeps_its_words() -> None:
+    result = classify(big_attachment())
+    assert result.reply_text.startswith("Yes, Thursday works.")
+    assert any(e.startswith("limit:body-cut:") for e in result.evidence)
+
+
+def test_references_keep_their_newest_ids_when_cut() -> None:
+    ids = " ".join(f"<old{i}@x.example>" for i in range(2_000))
+    raw = (
+        b"From: a@b.example\r\nSubject: Re: offer\r\nMessage-ID: <m@b.example>\r\n"
+        + f"References: {ids} <rg.ours@mail.example>\r\n\r\nYes\r\n".encode()
+    )
+    assert any(e.startswith("limit:header-cut:References") for e in classify(raw).evidence)
+    assert "<rg.ours@mail.example>" in header(parse_message(raw), "references")
+
+
+def test_ingesting_a_30mb_message_costs_bounded_cpu_and_memory(app: App) -> None:
+    raw = quoted_printable()
+    started = time.process_time()
+    result = ingest_raw(app, raw, "test")
+    assert time.process_time() - started < 10.0  # 10x the 1 s bound
+    assert result.status in {"unmatched", "matched", "probable"}
+    tracemalloc.start()
+    try:
+        ingest_raw(app, raw.replace(b"<hostile@", b"<hostile2@", 1), "test")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200_000_000
