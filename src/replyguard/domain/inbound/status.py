@@ -1,0 +1,67 @@
+"""The status of one stored inbound message, and the moves between statuses. Pure.
+
+```
+stored ──process──▶ matched | probable | unmatched | unparsable
+   │                                   (each kept; the last three for a person)
+   └── processing failed MAX_ATTEMPTS times ──▶ quarantined ──a person retries──▶ stored
+refused   over a limit at the door: the reason and the message's head are kept, nothing
+          else happens (a person reads it, the original stays with the source)
+```
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class InboundStatus(StrEnum):
+    STORED = "stored"  # stored raw, not processed yet (or about to be retried)
+    MATCHED = "matched"
+    PROBABLE = "probable"
+    UNMATCHED = "unmatched"
+    UNPARSABLE = "unparsable"
+    QUARANTINED = "quarantined"  # processing failed every attempt: a person looks
+    REFUSED = "refused"  # over a size or shape limit: not processed
+
+
+#: Statuses a person is shown by default (`replyguard inbound list`).
+NEEDS_A_PERSON = (
+    InboundStatus.QUARANTINED,
+    InboundStatus.REFUSED,
+    InboundStatus.UNPARSABLE,
+    InboundStatus.UNMATCHED,
+    InboundStatus.PROBABLE,
+)
+
+_MOVES: dict[InboundStatus, frozenset[InboundStatus]] = {
+    InboundStatus.STORED: frozenset(
+        {
+            InboundStatus.MATCHED,
+            InboundStatus.PROBABLE,
+            InboundStatus.UNMATCHED,
+            InboundStatus.UNPARSABLE,
+            InboundStatus.QUARANTINED,
+        }
+    ),
+    InboundStatus.QUARANTINED: frozenset({InboundStatus.STORED}),
+}
+
+
+class IllegalInboundMove(ValueError):
+    pass
+
+
+def check_inbound_move(before: str, after: InboundStatus) -> InboundStatus:
+    """`after` if a message may move there from `before`; IllegalInboundMove otherwise."""
+    if after not in _MOVES.get(InboundStatus(before), frozenset()):
+        raise IllegalInboundMove(f"an inbound message cannot go from {before} to {after}")
+    return after
+
+
+def parse_status(value: str) -> InboundStatus:
+    """A status from user input; ValueError naming the valid ones otherwise."""
+    try:
+        return InboundStatus(value.strip().lower())
+    except ValueError:
+        names = ", ".join(s.value for s in InboundStatus)
+        raise ValueError(f"unknown status {value!r}: use one of {names}, or all") from None
