@@ -8,6 +8,7 @@ effect; and a good message after it takes its effect too. On SQLite and PostgreS
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -21,6 +22,7 @@ from replyguard.service_layer.inbound_queries import list_inbound
 from replyguard.service_layer.ingest import MAX_ATTEMPTS, ingest_raw, store_raw
 from replyguard.service_layer.quarantine import NOBODY, SETTLE, retry, retry_stored
 from tests.adversarial import hostile
+from tests.adversarial.cli import run_cli
 from tests.integration.test_http_inbound import PRIYA, sent  # noqa: F401  (fixture)
 from tests.support.scenario import REPORTS, lead_state
 
@@ -111,3 +113,28 @@ def test_a_row_left_stored_by_a_crash_is_processed_by_the_sweep(sent: App, clock
     [result] = retry_stored(sent)
     assert (result.inbound_id, result.status) == (inbound_id, "matched")
     assert lead_state(sent, PRIYA, REPORTS) == "replied"
+
+
+def test_every_status_is_listable_an_unknown_one_is_an_error_and_a_person_can_retry(
+    sent: App,  # noqa: F811
+) -> None:
+    sent.failpoints.arm("inside_reply_tx", lambda _name: (_ for _ in ()).throw(RuntimeError("bug")))
+    bad = ingest_raw(sent, hostile.good_reply(sent, PRIYA, REPORTS, "<bad@fernhollow.test>"), "test")
+    sent.failpoints.disarm()
+    stranger = ingest_raw(sent, b"From: who@nowhere.test\r\nSubject: hi\r\n\r\nhello\r\n", "test")
+    kept = json.loads(run_cli(sent, "inbound", "list", "--json").stdout)
+    assert [(i["id"], i["status"]) for i in kept] == [
+        (bad.inbound_id, "quarantined"),
+        (stranger.inbound_id, "unmatched"),
+    ]
+    for status in InboundStatus:
+        listed = run_cli(sent, "inbound", "list", "--status", status.value, "--json")
+        assert listed.exit_code == 0, listed.output
+    assert len(json.loads(run_cli(sent, "inbound", "list", "--status", "all", "--json").stdout)) == 2
+    unknown = run_cli(sent, "inbound", "list", "--status", "lost")
+    assert unknown.exit_code == 2 and "unknown status 'lost'" in unknown.output
+    retried = run_cli(sent, "inbound", "retry", str(bad.inbound_id))
+    assert retried.exit_code == 0 and "matched" in retried.stdout
+    assert lead_state(sent, PRIYA, REPORTS) == "replied"
+    again = run_cli(sent, "inbound", "retry", str(bad.inbound_id))
+    assert again.exit_code == 1 and "cannot go from matched to stored" in again.output

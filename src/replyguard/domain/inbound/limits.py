@@ -26,6 +26,15 @@ class MessageLimits:
     max_multiparts: int = 100  # boundary parameters: multipart containers at any depth
 
 
+#: How much of a refused message is kept: its header section, up to this.
+HEAD_BYTES = 64 * 1024
+
+
+def head_of(data: bytes, cap: int = HEAD_BYTES) -> bytes:
+    """The header section of `data` (with its blank line), at most `cap` bytes."""
+    return data[: min(header_length(data) + 2, cap)]
+
+
 def header_length(raw: bytes) -> int:
     """Bytes before the first blank line (the whole message when there is none)."""
     ends = [i for i in (raw.find(b"\n\n"), raw.find(b"\n\r\n")) if i >= 0]

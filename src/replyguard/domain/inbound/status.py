@@ -47,6 +47,19 @@ _MOVES: dict[InboundStatus, frozenset[InboundStatus]] = {
 }
 
 
+#: The suffix of a source name whose messages are history (an import of old mail): they
+#: inform a person and never stop a lead as a fresh reply would (`imap-history`, `file-history`).
+HISTORY_SUFFIX = "-history"
+
+
+def history_source(source: str) -> str:
+    return source + HISTORY_SUFFIX
+
+
+def is_history(source: str) -> bool:
+    return source.endswith(HISTORY_SUFFIX)
+
+
 class IllegalInboundMove(ValueError):
     pass
 
