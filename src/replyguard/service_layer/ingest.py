@@ -133,6 +133,17 @@ def store_raw(uow: UnitOfWork, raw: bytes, source: str, *, refused: str | None =
     )
 
 
+def stored_id(app: App, raw: bytes) -> int | None:
+    """The id of the inbound row these bytes were stored as, if they were."""
+    key, _ = dedupe_key(raw)
+    with app.uow() as uow:
+        return uow.session.scalar(
+            select(m.InboundMessage.id).where(
+                m.InboundMessage.workspace_id == uow.workspace_id, m.InboundMessage.dedupe_key == key
+            )
+        )
+
+
 def ingest_raw(
     app: App,
     raw: bytes,
