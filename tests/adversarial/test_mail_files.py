@@ -21,7 +21,7 @@ from replyguard.adapters.mail_files import MailSourceError, iter_messages
 from replyguard.bootstrap import App
 from tests.adversarial import hostile
 from tests.adversarial.cli import run_cli
-from tests.integration.test_http_inbound import PRIYA, sent  # noqa: F401  (fixture)
+from tests.integration.test_http_inbound import PRIYA
 from tests.support.scenario import FORECASTING, REPORTS, lead_state
 
 MARC = "marc.keller@brightline-logistics.test"
@@ -142,7 +142,7 @@ def test_a_message_over_the_limit_is_refused_with_its_head_and_the_next_is_read(
     assert [i.refused is not None for i in single] == [True]
 
 
-def test_ingest_of_an_mbox_with_a_leading_blank_line_applies_every_message(sent: App, tmp_path: Path) -> None:  # noqa: F811
+def test_ingest_of_an_mbox_with_a_leading_blank_line_applies_every_message(sent: App, tmp_path: Path) -> None:
     # The unsubscribe was lost before: the whole file was stored as one message.
     unsubscribe = hostile.good_reply(sent, PRIYA, REPORTS, "<unsub@fernhollow.test>").replace(
         b"Happy to talk next week.", b"Please unsubscribe me from this list."
@@ -157,7 +157,7 @@ def test_ingest_of_an_mbox_with_a_leading_blank_line_applies_every_message(sent:
     assert lead_state(sent, MARC, REPORTS) == "replied"
 
 
-def test_ingest_goes_on_past_a_message_the_database_refused_before(sent: App, tmp_path: Path) -> None:  # noqa: F811
+def test_ingest_goes_on_past_a_message_the_database_refused_before(sent: App, tmp_path: Path) -> None:
     # On PostgreSQL this message failed on every run, and ingest exited 1 at it every time.
     path = tmp_path / "replies.mbox"
     path.write_bytes(

@@ -23,7 +23,7 @@ from replyguard.service_layer.ingest import MAX_ATTEMPTS, ingest_raw, store_raw
 from replyguard.service_layer.quarantine import NOBODY, SETTLE, retry, retry_stored
 from tests.adversarial import hostile
 from tests.adversarial.cli import run_cli
-from tests.integration.test_http_inbound import PRIYA, sent  # noqa: F401  (fixture)
+from tests.integration.test_http_inbound import PRIYA
 from tests.support.scenario import REPORTS, lead_state
 
 MARC = "marc.keller@brightline-logistics.test"
@@ -43,7 +43,7 @@ CASES: dict[str, Callable[[App], bytes]] = {
 
 @pytest.mark.parametrize("build", CASES.values(), ids=CASES.keys())
 def test_a_message_that_could_not_be_written_takes_effect_and_blocks_nothing(
-    sent: App,  # noqa: F811
+    sent: App,
     build: Callable[[App], bytes],
 ) -> None:
     result = ingest_raw(sent, build(sent), "test")
@@ -60,7 +60,7 @@ def test_a_message_that_could_not_be_written_takes_effect_and_blocks_nothing(
     assert lead_state(sent, MARC, REPORTS) == "replied"
 
 
-def test_the_real_bounce_shape_with_binary_text_is_recorded_with_evidence(sent: App) -> None:  # noqa: F811
+def test_the_real_bounce_shape_with_binary_text_is_recorded_with_evidence(sent: App) -> None:
     result = ingest_raw(sent, hostile.bounce_with_binary_text(sent), "test")
     assert (result.status, result.kind) == ("matched", "bounce_hard")
     assert any(e.startswith("storable:") for e in result.evidence), result.evidence
@@ -71,7 +71,7 @@ def test_the_real_bounce_shape_with_binary_text_is_recorded_with_evidence(sent: 
 
 
 def test_a_message_that_still_fails_is_tried_three_times_then_quarantined_and_shown(
-    sent: App,  # noqa: F811
+    sent: App,
 ) -> None:
     attempts: list[str] = []
 
@@ -104,7 +104,7 @@ def test_a_message_that_still_fails_is_tried_three_times_then_quarantined_and_sh
         retry(sent, [bad.inbound_id])  # applied once; never twice
 
 
-def test_a_row_left_stored_by_a_crash_is_processed_by_the_sweep(sent: App, clock: FixedClock) -> None:  # noqa: F811
+def test_a_row_left_stored_by_a_crash_is_processed_by_the_sweep(sent: App, clock: FixedClock) -> None:
     with sent.uow() as uow:  # what a process killed between the store and the processing leaves
         inbound_id, _ = store_raw(uow, hostile.good_reply(sent, PRIYA, REPORTS, "<crash@x.test>"), "lmtp")
         uow.commit()
@@ -116,7 +116,7 @@ def test_a_row_left_stored_by_a_crash_is_processed_by_the_sweep(sent: App, clock
 
 
 def test_every_status_is_listable_an_unknown_one_is_an_error_and_a_person_can_retry(
-    sent: App,  # noqa: F811
+    sent: App,
 ) -> None:
     sent.failpoints.arm("inside_reply_tx", lambda _name: (_ for _ in ()).throw(RuntimeError("bug")))
     bad = ingest_raw(sent, hostile.good_reply(sent, PRIYA, REPORTS, "<bad@fernhollow.test>"), "test")

@@ -13,6 +13,7 @@ commands (`serve`, `listen`, `poll`) run it periodically and `ingest` runs it fi
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterable
 from datetime import timedelta
@@ -25,7 +26,7 @@ from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.inbound.status import InboundStatus, check_inbound_move
 from replyguard.domain.inbound.storable import storable_text
-from replyguard.service_layer.ingest import IngestResult, process_stored, store_raw
+from replyguard.service_layer.ingest import MAX_SOURCE, IngestResult, insert_once, process_stored
 from replyguard.service_layer.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
@@ -66,8 +67,19 @@ def keep_refused(app: App, head: bytes, source: str, reason: str) -> int:
 
     Returns the inbound id. A provider retrying the same refused request finds the same row.
     """
+    # Keyed by what was seen, not by the head's Message-ID: two refusals with nothing read
+    # are one row only when they are the same refusal (the same source, reason and head).
+    key = hashlib.sha256(b"refused\0%s\0%s\0%s" % (source.encode(), reason.encode(), head)).hexdigest()
     with app.uow() as uow:
-        inbound_id, existed = store_raw(uow, head, source, refused=reason)
+        inbound_id, existed = insert_once(
+            uow,
+            key,
+            message_id=None,
+            source=storable_text(source, MAX_SOURCE)[0],
+            raw=head,
+            status=InboundStatus.REFUSED,
+            error=storable_text(reason, 2000)[0],
+        )
         if not existed:
             row = uow.session.get_one(m.InboundMessage, inbound_id)
             _notify(uow, "inbound_refused", row, "Refused at the door; the original stays with the source.")

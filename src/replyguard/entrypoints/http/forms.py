@@ -114,7 +114,8 @@ async def spool(request: Request, limit: int) -> Body:
     """
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge(f"declared body of {declared} bytes exceeds {limit}", int(declared))
+        head = await _head(request)  # what a person will see of it, and no more
+        raise BodyTooLarge(f"declared body of {declared} bytes exceeds {limit}", int(declared), head)
     body = Body()
     try:
         async for chunk in request.stream():
@@ -125,6 +126,15 @@ async def spool(request: Request, limit: int) -> Body:
         body.close()
         raise
     return body
+
+
+async def _head(request: Request) -> bytes:
+    head = b""
+    async for chunk in request.stream():
+        head += chunk[: HEAD_BYTES - len(head)]
+        if len(head) >= HEAD_BYTES:
+            break
+    return head
 
 
 async def read_limited(request: Request, limit: int) -> bytes:
