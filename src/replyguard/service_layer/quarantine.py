@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
@@ -155,3 +156,34 @@ def _notify(uow: UnitOfWork, kind: str, row: m.InboundMessage, recommendation: s
 def _result(row: m.InboundMessage) -> IngestResult:
     leads = (row.lead_id,) if row.lead_id else ()
     return IngestResult(row.id, False, row.status, row.kind, leads, row.error or "")
+
+
+class Sweeper:
+    """`retry_stored` every `interval` seconds on a thread of its own, for long-running sources.
+
+    `with Sweeper(app): ...` — the thread stops (and is joined) on the way out. A failed sweep
+    is logged and tried again at the next interval.
+    """
+
+    def __init__(self, app: App, interval: float = SETTLE.total_seconds()) -> None:
+        self.app, self.interval = app, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="inbound-sweeper", daemon=True)
+
+    def __enter__(self) -> Sweeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                done = retry_stored(self.app)
+            except Exception as exc:  # the next sweep tries again
+                log.warning("inbound sweep failed: %s", exc.__class__.__name__)
+                continue
+            if done:
+                log.info("inbound sweep processed %s messages left stored", len(done))
