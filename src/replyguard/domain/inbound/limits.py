@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 MIB = 1024 * 1024
 
-_BOUNDARY = re.compile(rb'boundary\s*=\s*"?([^";\r\n]{1,200})', re.IGNORECASE)
+_BOUNDARY = re.compile(rb'boundary\s*=\s*"?([^";\r\n]{1,200})')  # on a lower-cased copy
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,13 +32,17 @@ HEAD_BYTES = 64 * 1024
 
 def head_of(data: bytes, cap: int = HEAD_BYTES) -> bytes:
     """The header section of `data` (with its blank line), at most `cap` bytes."""
-    return data[: min(header_length(data) + 2, cap)]
+    end = header_length(data, cap)
+    end += 2 if data[end : end + 2] == b"\n\n" else 3  # past "\n\n" or "\n\r\n"
+    return data[: min(end, cap)]
 
 
-def header_length(raw: bytes) -> int:
-    """Bytes before the first blank line (the whole message when there is none)."""
-    ends = [i for i in (raw.find(b"\n\n"), raw.find(b"\n\r\n")) if i >= 0]
-    return min(ends) if ends else len(raw)
+def header_length(raw: bytes, within: int | None = None) -> int:
+    """Bytes before the first blank line (the whole message when there is none), looking
+    only at the first `within` bytes: past them the answer is "more than `within`"."""
+    end = len(raw) if within is None else min(len(raw), within + 3)
+    ends = [i for i in (raw.find(b"\n\n", 0, end), raw.find(b"\n\r\n", 0, end)) if i >= 0]
+    return min(ends) if ends else end
 
 
 def over_limit(raw: bytes, limits: MessageLimits) -> str | None:
@@ -48,12 +52,13 @@ def over_limit(raw: bytes, limits: MessageLimits) -> str | None:
     """
     if len(raw) > limits.max_bytes:
         return f"message of {len(raw)} bytes is over the limit of {limits.max_bytes}"
-    head = header_length(raw)
-    if head > limits.max_header_bytes:
-        return f"header section of {head} bytes is over the limit of {limits.max_header_bytes}"
+    if header_length(raw, limits.max_header_bytes) > limits.max_header_bytes:
+        return f"header section is over the limit of {limits.max_header_bytes} bytes"
     boundaries = set()
-    for found in _BOUNDARY.finditer(raw):
-        boundaries.add(found.group(1).strip())
+    # Parameter names are case-insensitive, values are not: search a lower-cased copy (five
+    # times faster than a case-insensitive search) and read each value from the original.
+    for found in _BOUNDARY.finditer(raw.lower()):
+        boundaries.add(raw[found.start(1) : found.end(1)].strip())
         if len(boundaries) > limits.max_multiparts:
             return f"more than {limits.max_multiparts} multipart containers"
     # Every delimiter line starts with "--": counting those is an upper bound, and only a
