@@ -20,11 +20,12 @@ from replyguard.domain.clock import FixedClock
 from replyguard.domain.inbound.status import IllegalInboundMove, InboundStatus
 from replyguard.service_layer.inbound_queries import list_inbound
 from replyguard.service_layer.ingest import MAX_ATTEMPTS, ingest_raw, store_raw
-from replyguard.service_layer.quarantine import NOBODY, SETTLE, retry, retry_stored
+from replyguard.service_layer.quarantine import NOBODY, SETTLE, Sweeper, retry, retry_stored
 from tests.adversarial import hostile
 from tests.adversarial.cli import run_cli
 from tests.adversarial.strategies import good_message
 from tests.integration.test_http_inbound import PRIYA
+from tests.integration.test_imap_poller import wait_for
 from tests.support.scenario import REPORTS, lead_state
 
 MARC = "marc.keller@brightline-logistics.test"
@@ -149,3 +150,30 @@ def test_every_status_is_listable_an_unknown_one_is_an_error_and_a_person_can_re
     assert lead_state(sent, PRIYA, REPORTS) == "replied"
     again = run_cli(sent, "inbound", "retry", str(bad.inbound_id))
     assert again.exit_code == 1 and "cannot go from matched to stored" in again.output
+
+
+def test_the_long_running_sources_sweep_rows_left_stored(sent: App, clock: FixedClock) -> None:
+    with sent.uow() as uow:
+        inbound_id, _ = store_raw(uow, hostile.good_reply(sent, PRIYA, REPORTS, "<left@x.test>"), "imap")
+        uow.commit()
+    clock.advance(SETTLE)
+    with Sweeper(sent, interval=0.05):  # what serve, listen and poll run, every minute
+        wait_for(lambda: lead_state(sent, PRIYA, REPORTS) == "replied", "the sweep processed the row")
+    assert list_inbound(sent, [InboundStatus.MATCHED])[0]["id"] == inbound_id
+
+
+def test_a_message_over_a_shape_limit_is_stored_as_refused_and_not_processed(sent: App) -> None:
+    parts = b"".join(b"--b\r\nContent-Type: text/plain\r\n\r\nhi\r\n" for _ in range(10_001))
+    crafted = hostile.good_reply(sent, PRIYA, REPORTS, "<crafted@x.test>").replace(
+        b"\r\n\r\n", b'\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n' + parts, 1
+    )
+    result = ingest_raw(sent, crafted, "test")
+    assert (result.status, result.duplicate) == ("refused", False)
+    assert "MIME parts is over the limit" in result.detail
+    assert lead_state(sent, PRIYA, REPORTS) == "active"  # kept for a person, not applied
+    assert ingest_raw(sent, crafted, "test").duplicate
+    with sent.uow() as uow:
+        notices = uow.session.scalars(
+            select(m.Notice.payload).where(m.Notice.kind == "inbound_refused")
+        ).all()
+    assert [n["inbound_id"] for n in notices] == [result.inbound_id]  # one notice, not one per copy

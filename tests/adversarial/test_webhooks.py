@@ -324,3 +324,15 @@ def test_a_stored_message_is_acknowledged_even_when_its_processing_fails(
     )
     assert response.status_code == 200 and response.json()["status"] == "quarantined"
     assert stored_one(sent).status == "quarantined"
+
+
+def test_oversized_request_headers_are_refused_without_a_5xx(client: httpx.Client, sent: App) -> None:
+    for size in (8 * 1024, 64 * 1024, 1024 * 1024):
+        try:
+            answer = client.post(
+                f"/hooks/sendgrid/{SG_SECRET}", headers={"X-Padding": "p" * size}, content=b"", timeout=30
+            )
+        except httpx.TransportError:
+            continue  # the server closed the connection on it: refused, and nothing was read
+        assert answer.status_code < 500, (size, answer.status_code)
+    assert counts(sent)[1] == 0

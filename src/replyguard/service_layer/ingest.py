@@ -163,9 +163,14 @@ def ingest_raw(
         if with_store is not None:
             with_store(uow)
         inbound_id, duplicate = store_raw(uow, raw, source, refused=refused)
+        if refused is not None and not duplicate:
+            from replyguard.service_layer.quarantine import notify_refused
+
+            notify_refused(uow, inbound_id)
         uow.commit()
     if refused is not None:
         log.warning("%s: inbound %s refused: %s", source, inbound_id, refused)
+        return IngestResult(inbound_id, duplicate, InboundStatus.REFUSED, detail=refused)
     result = process_stored(app, inbound_id)
     if duplicate:
         return IngestResult(

@@ -89,6 +89,15 @@ def keep_refused(app: App, head: bytes, source: str, reason: str) -> int:
     return inbound_id
 
 
+def notify_refused(uow: UnitOfWork, inbound_id: int) -> None:
+    """Tell a person about a message stored whole but refused for its shape (see limits.py).
+
+    The caller commits, with the store of that message.
+    """
+    row = uow.session.get_one(m.InboundMessage, inbound_id)
+    _notify(uow, "inbound_refused", row, "Over a limit, so not processed: read it and act.")
+
+
 def retry_stored(app: App, *, settle: timedelta = SETTLE, limit: int = 100) -> list[IngestResult]:
     """Process rows left `stored` for longer than `settle` (oldest first, at most `limit`)."""
     with app.uow() as uow:
