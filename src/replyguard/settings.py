@@ -69,8 +69,17 @@ class Settings:
     postmark_user: str | None = field(default=None, repr=False)
     postmark_password: str | None = field(default=None, repr=False)
     sendgrid_secret: str | None = field(default=None, repr=False)
-    #: The largest inbound request body (webhook POST) accepted; larger ones get 413.
-    inbound_max_bytes: int = 25 * 1024 * 1024
+    #: The largest inbound request body (webhook POST) accepted; larger ones get 413. Postmark
+    #: sends every attachment twice (in `Attachments` and inside `RawEmail`, both base64):
+    #: its 35 MB of attachments make about 95 MB of JSON.
+    inbound_max_bytes: int = 100 * 1024 * 1024
+    #: The largest message accepted from any source (LMTP SIZE, IMAP, files, a webhook's
+    #: message); see domain/inbound/limits.py for the header, part and nesting limits.
+    message_max_bytes: int = 50 * 1024 * 1024
+    #: Webhook requests read and processed at once; more wait for a retry (429, or 503 for
+    #: SendGrid, which retries only 5xx), each with Retry-After. Memory is about three times
+    #: the body per request.
+    inbound_max_concurrent: int = 4
     #: The authserv-ids of our own receiving side (env REPLYGUARD_AUTHSERV_ID, comma-separated,
     #: e.g. "mx.google.com"): only Authentication-Results headers naming one of them are
     #: believed. Empty: the topmost header is (see domain/authentication.py).
@@ -92,6 +101,12 @@ class Settings:
             postmark_password=_secret("REPLYGUARD_POSTMARK_PASSWORD"),
             sendgrid_secret=_secret("REPLYGUARD_SENDGRID_SECRET"),
             inbound_max_bytes=_bytes("REPLYGUARD_INBOUND_MAX_BYTES", defaults.inbound_max_bytes),
+            message_max_bytes=_bytes("REPLYGUARD_MESSAGE_MAX_BYTES", defaults.message_max_bytes),
+            inbound_max_concurrent=(
+                _count("REPLYGUARD_INBOUND_MAX_CONCURRENT")
+                if os.environ.get("REPLYGUARD_INBOUND_MAX_CONCURRENT")
+                else defaults.inbound_max_concurrent
+            ),
             send_batch=_count("REPLYGUARD_SEND_BATCH") if os.environ.get("REPLYGUARD_SEND_BATCH") else None,
             authserv_ids=tuple(
                 part.strip().lower()

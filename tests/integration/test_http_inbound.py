@@ -206,19 +206,27 @@ def test_mailgun_refuses_a_stale_timestamp(client: httpx.Client, sent: App, age:
 
 def test_mailgun_refuses_a_replayed_token_even_after_a_restart(client: httpx.Client, sent: App) -> None:
     raw = reply_to(sent).as_bytes()
-    assert mailgun_mime_post(client, sent, raw) == 200
-    assert mailgun_mime_post(client, sent, raw) == 403
-    # A new process: the seen token is in the database, not in memory.
-    with serving(create_app(sent)) as restarted:
-        assert mailgun_mime_post(restarted, sent, raw) == 403
     other = reply_to(sent, message_id="<other@mail.fernhollow.test>").as_bytes()
+    assert mailgun_mime_post(client, sent, raw) == 200
     assert mailgun_mime_post(client, sent, other) == 403  # same token, different message
+    # A new process: the used token is in the database, not in memory.
+    with serving(create_app(sent)) as restarted:
+        assert mailgun_mime_post(restarted, sent, other) == 403
+    # The same token with the same message is Mailgun retrying a 200 it never received:
+    # answered as the duplicate it is, with no second effect.
+    assert mailgun_mime_post(client, sent, raw) == 200
     assert counts(sent) == (1, 1)
 
 
-def test_mailgun_without_a_message_is_a_bad_request(client: httpx.Client, sent: App) -> None:
+def test_mailgun_without_a_message_is_a_bad_request_kept_for_a_person(
+    client: httpx.Client, sent: App
+) -> None:
     assert client.post("/hooks/mailgun/mime", data=mailgun_signed(sent)).status_code == 400
-    assert counts(sent) == (0, 0)
+    assert counts(sent) == (1, 0)  # signed by Mailgun: the refusal is kept, nothing applied
+    assert (stored_one(sent).status, stored_one(sent).error) == (
+        "refused",
+        "HTTP 400: no message in the request",
+    )
 
 
 def test_an_unparsable_message_is_kept_and_acknowledged(client: httpx.Client, sent: App) -> None:
@@ -336,7 +344,9 @@ def test_postmark_without_any_message_field_is_a_bad_request(client: httpx.Clien
     assert response.status_code == 400
     bad_json = client.post("/hooks/postmark", content=b"{not json", auth=(PM_USER, PM_PASSWORD))
     assert bad_json.status_code == 400
-    assert counts(sent) == (0, 0)
+    assert counts(sent) == (2, 0)  # authenticated: both refusals are kept for a person, nothing applied
+    with sent.uow() as uow:
+        assert set(uow.session.scalars(select(m.InboundMessage.status))) == {"refused"}
 
 
 # --- SendGrid ----------------------------------------------------------------------------
@@ -396,7 +406,8 @@ def test_sendgrid_refuses_a_wrong_secret(client: httpx.Client, sent: App, path: 
 def test_sendgrid_without_a_message_is_a_bad_request(client: httpx.Client, sent: App) -> None:
     response = client.post(f"/hooks/sendgrid/{SG_SECRET}", data=sendgrid_common(sent))
     assert response.status_code == 400
-    assert counts(sent) == (0, 0)
+    # SendGrid never retries a 4xx: the refusal is kept for a person, nothing is applied.
+    assert counts(sent) == (1, 0) and stored_one(sent).status == "refused"
 
 
 # --- One-click unsubscribe ---------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The IMAP poller against a real Dovecot on loopback, on SQLite and PostgreSQL.
 
 What must hold: a reply appended to the mailbox stops its lead within seconds (woken by
-IDLE, not by a timer); a restarted poller neither re-reads nor skips; a recreated folder
+IDLE, not by a timer); a first start reads from now on; a restarted poller neither re-reads
+nor skips; a recreated folder
 (new UIDVALIDITY) is read again without a second effect; a server restart is survived; on
 either database only one poller reads a mailbox at a time (PostgreSQL: an advisory lock;
 SQLite: the row lease), and another takes over when it stops or, on PostgreSQL, when its
@@ -27,7 +28,7 @@ from sqlalchemy import func, select, text
 from typer.testing import CliRunner
 
 from replyguard.adapters.db import models as m
-from replyguard.adapters.imap_source import ImapPoller, ImapUrlError, Timing, parse_imap_url
+from replyguard.adapters.imap_source import Fetched, ImapPoller, ImapUrlError, Timing, parse_imap_url
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.entrypoints.cli.app import app as cli
@@ -66,9 +67,9 @@ class Recorder:
         self.raws: list[bytes] = []
         self.results: list[IngestResult] = []
 
-    def __call__(self, raw: bytes) -> None:
-        self.results.append(ingest_raw(self.app, raw, source="imap"))
-        self.raws.append(raw)
+    def __call__(self, message: Fetched) -> None:
+        self.results.append(ingest_raw(self.app, message.raw, source="imap"))
+        self.raws.append(message.raw)
 
 
 class Running:
@@ -174,10 +175,11 @@ def test_a_reply_appended_to_the_mailbox_stops_the_lead_through_idle(
 
 def test_a_restarted_poller_neither_reads_again_nor_skips(app: App, imap: DovecotServer) -> None:
     messages = [note(n) for n in range(6)]
-    imap.append(*messages[:3])
     first = Recorder(app)
     poller = imap_poller(app, imap.url, first, timing=FAST)
     running = Running(poller)
+    wait_for(lambda: poller.stats.idle_commands == 1, "the poller waits in IDLE")
+    imap.append(*messages[:3])
     wait_for(lambda: len(first.raws) == 3, "three messages read")
     running.stop()
 
@@ -209,8 +211,9 @@ def test_a_recreated_folder_is_read_again_without_a_second_effect(
     reply = priya_reply(app, clock)
     with imap.client() as client:
         client.create_folder("Replies")
-    imap.append(reply, note(1), note(2), folder="Replies")
     first = Recorder(app)
+    assert imap_poller(app, imap.url, first, folder="Replies", timing=FAST).run_once() == 0  # first start
+    imap.append(reply, note(1), note(2), folder="Replies")
     assert imap_poller(app, imap.url, first, folder="Replies", timing=FAST).run_once() == 3
     key = parse_imap_url(imap.url, "Replies").key
     before = read_cursor(app, key)
@@ -257,22 +260,23 @@ def test_the_poller_survives_a_server_restart(app: App, imap: DovecotServer) -> 
     assert inbound_count(app) == 2
 
 
-def test_a_message_landing_between_the_read_and_idle_is_read_at_the_refresh(
-    app: App, imap: DovecotServer
-) -> None:
-    # Dovecot does not report a message appended after our SEARCH but before our IDLE until
-    # its own periodic check (30 s). Appending from inside the handler lands it exactly there.
+def test_a_message_landing_while_we_read_is_read_before_idle(app: App, imap: DovecotServer) -> None:
+    # Dovecot does not report a message appended after our SEARCH until our next command, and
+    # an IDLE started after it hears nothing until Dovecot's own periodic check (30 s).
+    # Appending from inside the handler lands it exactly there; the search before IDLE finds
+    # it, with an hour-long refresh that could not.
     recorder = Recorder(app)
 
-    def handle(raw: bytes) -> None:
-        recorder(raw)
+    def handle(message: Fetched) -> None:
+        recorder(message)
         if len(recorder.raws) == 1:
             imap.append(note(2))
 
-    poller = imap_poller(app, imap.url, handle, timing=replace(FAST, idle_refresh=1.0))
-    imap.append(note(1))
+    poller = imap_poller(app, imap.url, handle, timing=FAST)
     running = Running(poller)
     try:
+        wait_for(lambda: poller.stats.idle_commands == 1, "the poller waits in IDLE")
+        imap.append(note(1))
         wait_for(lambda: len(recorder.raws) == 2, "the message that raced IDLE read")
     finally:
         running.stop()
@@ -338,9 +342,12 @@ def test_a_poller_whose_database_session_dies_loses_the_mailbox(app: App, imap: 
 def test_the_poll_command_reads_once_and_reports(app: App, clock: FixedClock, imap: DovecotServer) -> None:
     load_examples(app)
     run_days(app, clock, 1)
-    imap.append(priya_reply(app, clock), note(1))
+    imap.append(note(0))  # history: a first start leaves it alone
     url = app.engine.url.render_as_string(hide_password=False)
     runner = CliRunner()
+    first = runner.invoke(cli, ["--db", url, "poll", "--imap", imap.url, "--once"])
+    assert first.exit_code == 0 and "0 new messages" in first.output, first.output
+    imap.append(priya_reply(app, clock), note(1))
     result = runner.invoke(cli, ["--db", url, "poll", "--imap", imap.url, "--once"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "matched human_reply" in result.output and "unmatched" in result.output
@@ -357,6 +364,8 @@ def test_the_poll_command_stops_cleanly_on_sigterm(app: App, imap: DovecotServer
         "REPLYGUARD_IMAP_URL": imap.url,
         "COLUMNS": "200",
     }
+    # The folder's first start, so that the message below is new mail whenever it lands.
+    assert imap_poller(app, imap.url, Recorder(app), timing=FAST).run_once() == 0
     process = subprocess.Popen(
         [sys.executable, "-m", "replyguard", "poll"],
         env=env,

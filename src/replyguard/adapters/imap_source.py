@@ -4,16 +4,28 @@ Contract of `ImapPoller`:
 
 * It reads messages with UID > the stored cursor (BODY.PEEK[] on a read-only EXAMINE, so
   the mailbox is never changed: no \\Seen flags for the people who share it) and calls
-  `handle(raw)` for each in ascending UID order. The cursor advances only after `handle`
+  `handle(Fetched)` for each in ascending UID order. The cursor advances only after `handle`
   returns, which for ingest means the message is committed: a crash re-reads, never skips.
+* A mailbox read for the first time starts from now: the cursor is set to the newest UID and
+  the history before it is left alone (1,970 old messages replayed as fresh replies once
+  stopped every lead of a product). With `history=True` the first start reads everything,
+  and each message up to the newest UID of that moment is handed over as history.
+* A message over `max_bytes` (RFC822.SIZE, asked first) is never fetched whole: its header
+  is handed over with `refused` set, and it stays in the mailbox.
+* A message expunged by another client while we read it is skipped once the server confirms
+  it is gone; a message the server cannot give us (and did not expunge) is an error: the
+  poller reconnects and tries again, never skipping it.
 * A changed UIDVALIDITY means the folder's UIDs were reassigned: the cursor restarts at 0 and
-  the whole folder is read again. The handler must be idempotent (ingest dedupes by
-  Message-ID and body), so the re-read has no second effect.
+  the whole folder is read again, as fresh mail (a reply that arrived meanwhile must count).
+  The handler must be idempotent (ingest dedupes by Message-ID and body), so the re-read has
+  no second effect on what was read before.
 * It waits with IDLE when the server offers it and wakes on EXISTS; otherwise it polls every
-  `poll_interval` seconds. IDLE is ended and the folder read again every `idle_refresh`
-  seconds: RFC 2177 asks for under 29 minutes, and a minute is the bound for a message that
-  lands between our last read and the IDLE command, which Dovecot (seen in our tests) does not
-  report until its own periodic check.
+  `poll_interval` seconds. Before each IDLE it searches again until nothing is new: an EXISTS
+  the server sent during our own FETCH is consumed there and would never wake the IDLE (a
+  60 s stall, seen in 1 of 5 bursts of 500). IDLE is ended and the folder read again every
+  `idle_refresh` seconds: RFC 2177 asks for under 29 minutes, and a minute bounds the one
+  remaining window, a message landing between that last search and the IDLE command, which
+  Dovecot (seen in our tests) does not report until its own periodic check.
 * Any socket, TLS, IMAP or handler error closes the connection and retries with exponential
   backoff from the stored cursor. Only `stop` ends `run`.
 * It reads only while it holds the lease; if a renewal fails it drops the connection and
@@ -40,6 +52,7 @@ log = logging.getLogger(__name__)
 
 Tls = Literal["ssl", "starttls", "none"]
 FETCH_BATCH = 25
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
 
 class ImapUrlError(ValueError):
@@ -54,15 +67,32 @@ class _LeaseLost(RuntimeError):
     pass
 
 
+class ImapFetchError(RuntimeError):
+    """The server would not give us a message that it still holds."""
+
+
 @dataclass(frozen=True, slots=True)
 class Cursor:
     uidvalidity: int | None
     last_uid: int
+    history_until_uid: int | None = None  # a history import: UIDs up to this one are history
 
 
 class CursorStore(Protocol):
     def load(self) -> Cursor: ...
     def save(self, uidvalidity: int, last_uid: int) -> None: ...
+    def begin(self, uidvalidity: int, last_uid: int, history_until_uid: int | None) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """One message read from the folder, for the handler."""
+
+    uid: int
+    raw: bytes  # the whole message, or only its header when `refused` is set
+    size: int
+    history: bool = False  # read by a history import, not arrived since we started
+    refused: str | None = None  # why only the header was read (over the size limit)
 
 
 class Lease(Protocol):
@@ -113,6 +143,14 @@ def parse_imap_url(url: str, folder: str | None = None) -> ImapSource:
     )
 
 
+def _newest_uid(client: IMAPClient, info: dict[bytes, Any]) -> int:
+    """The highest UID in the folder now (UIDNEXT - 1, or a search where UIDNEXT is missing)."""
+    uidnext = info.get(b"UIDNEXT")
+    if uidnext is not None:
+        return int(uidnext) - 1
+    return max(client.search(["ALL"]), default=0)
+
+
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -130,6 +168,7 @@ class PollerStats:
     polls: int = 0
     rescans: int = 0
     errors: int = 0
+    vanished: int = 0  # expunged by another client between our SEARCH and our FETCH
     lease_waits: int = 0
 
 
@@ -151,15 +190,18 @@ class ImapPoller:
         source: ImapSource,
         store: CursorStore,
         lease: Lease,
-        handle: Callable[[bytes], None],
+        handle: Callable[[Fetched], None],
         *,
         timing: Timing | None = None,
         use_idle: bool = True,
         ssl_context: ssl.SSLContext | None = None,
+        history: bool = False,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.source, self._store, self._lease, self._handle = source, store, lease, handle
         self.timing = timing or Timing()
         self.use_idle = use_idle
+        self.history, self.max_bytes = history, max_bytes
         self._ssl_context = ssl_context
         self.stats = PollerStats()
         self._delay = self.timing.backoff_min
@@ -238,30 +280,95 @@ class ImapPoller:
                 self._sleep(stop)
 
     def _fetch_new(self, client: IMAPClient) -> int:
+        """Read until a search finds nothing new; the number of messages handed over."""
         self.stats.polls += 1
         info = client.select_folder(self.source.folder, readonly=True)
         uidvalidity = int(info[b"UIDVALIDITY"])
+        cursor = self._start(client, info, uidvalidity)
+        total = 0
+        while True:
+            # "n:*" always matches the newest message, even when its UID is below n.
+            last = cursor.last_uid
+            uids = sorted(uid for uid in client.search(["UID", f"{last + 1}:*"]) if uid > last)
+            if not uids:
+                return total
+            for start in range(0, len(uids), FETCH_BATCH):
+                self._read_batch(client, uidvalidity, uids[start : start + FETCH_BATCH], cursor)
+            total += len(uids)
+            cursor = Cursor(uidvalidity, uids[-1], cursor.history_until_uid)
+            # A NOOP makes the server bring our view up to date (Dovecot adds messages that
+            # landed meanwhile only then); the search above then finds them.
+            client.noop()
+
+    def _start(self, client: IMAPClient, info: dict[bytes, Any], uidvalidity: int) -> Cursor:
+        """The cursor to read from: a first start begins at the newest UID (or, for a history
+        import, at 0); a new UIDVALIDITY re-reads the folder."""
         cursor = self._store.load()
-        last = cursor.last_uid
-        if cursor.uidvalidity != uidvalidity:
-            if cursor.uidvalidity is not None:
-                self.stats.rescans += 1
-                log.warning("UIDVALIDITY of %s changed: reading the whole folder again", self.source.key)
-            last = 0
-            self._store.save(uidvalidity, 0)
-        # "n:*" always matches the newest message, even when its UID is below n.
-        uids = sorted(uid for uid in client.search(["UID", f"{last + 1}:*"]) if uid > last)
-        for start in range(0, len(uids), FETCH_BATCH):
-            batch = uids[start : start + FETCH_BATCH]
-            data: dict[int, dict[bytes, Any]] = client.fetch(batch, ["BODY.PEEK[]"])
-            for uid in batch:
-                item = data.get(uid)
-                if item is not None:  # None: expunged since SEARCH, nothing left to read
-                    self._handle(bytes(item[b"BODY[]"]))
-                    self.stats.fetched += 1
-                self._store.save(uidvalidity, uid)
-                self._renew_if_due()
-        return len(uids)
+        if cursor.uidvalidity == uidvalidity:
+            return cursor
+        if cursor.uidvalidity is not None:
+            self.stats.rescans += 1
+            log.warning("UIDVALIDITY of %s changed: reading the whole folder again", self.source.key)
+            self._store.begin(uidvalidity, 0, None)
+            return Cursor(uidvalidity, 0)
+        newest = _newest_uid(client, info)
+        if self.history:
+            log.info("%s: first start, importing its history (UIDs up to %s)", self.source.key, newest)
+            self._store.begin(uidvalidity, 0, newest)
+            return Cursor(uidvalidity, 0, newest)
+        log.info(
+            "%s: first start: reading mail from UID %s on; its history is left alone",
+            self.source.key,
+            newest + 1,
+        )
+        self._store.begin(uidvalidity, newest, None)
+        return Cursor(uidvalidity, newest)
+
+    def _read_batch(self, client: IMAPClient, uidvalidity: int, batch: list[int], cursor: Cursor) -> None:
+        sizes: dict[int, dict[bytes, Any]] = client.fetch(batch, ["RFC822.SIZE"])
+        size_of = {uid: int(item.get(b"RFC822.SIZE") or 0) for uid, item in sizes.items()}
+        whole = [uid for uid in batch if uid in size_of and size_of[uid] <= self.max_bytes]
+        bodies = self._bodies(client, whole, "BODY.PEEK[]", b"BODY[]")
+        heads = self._bodies(
+            client,
+            [u for u in batch if u in size_of and u not in whole],
+            "BODY.PEEK[HEADER]",
+            b"BODY[HEADER]",
+        )
+        vanished = set(batch) - set(bodies) - set(heads)
+        if vanished:
+            self._check_vanished(client, vanished)
+        until = cursor.history_until_uid
+        for uid in batch:
+            history = until is not None and uid <= until
+            if uid in bodies:
+                self._handle(Fetched(uid, bodies[uid], size_of[uid], history))
+            elif uid in heads:
+                refused = (
+                    f"message of {size_of[uid]} bytes is over the limit of {self.max_bytes}; "
+                    f"it stays in {self.source.folder}, UID {uid}"
+                )
+                self._handle(Fetched(uid, heads[uid], size_of[uid], history, refused))
+            self.stats.fetched += uid not in vanished
+            self._store.save(uidvalidity, uid)
+            self._renew_if_due()
+
+    def _bodies(self, client: IMAPClient, uids: list[int], item: str, key: bytes) -> dict[int, bytes]:
+        """Message data by UID; a UID the server gave no data for is left out."""
+        if not uids:
+            return {}
+        data: dict[int, dict[bytes, Any]] = client.fetch(uids, [item])
+        # Dovecot answers a message expunged by another session with `BODY[] NIL`.
+        return {uid: bytes(found[key]) for uid, found in data.items() if found.get(key) is not None}
+
+    def _check_vanished(self, client: IMAPClient, uids: set[int]) -> None:
+        """Skip messages only once the server confirms they are gone; else raise (retry)."""
+        client.noop()  # lets the server tell us about expunges
+        still_there = set(client.search(["UID", ",".join(str(u) for u in sorted(uids))])) & uids
+        if still_there:
+            raise ImapFetchError(f"the server gave no data for UIDs {sorted(still_there)} that still exist")
+        self.stats.vanished += len(uids)
+        log.info("%s: %s messages were expunged while we read them", self.source.key, len(uids))
 
     def _idle(self, client: IMAPClient, stop: threading.Event) -> None:
         """Wait in IDLE until the folder changes, the refresh time passes or `stop` is set."""

@@ -6,6 +6,11 @@ message was durably stored; a storage error answers 451, a temporary failure, so
 keeps the message and retries. Delivering the same message twice has one effect (the store
 deduplicates). The database work runs in a worker thread, never on the event loop.
 
+Lines: aiosmtpd splits DATA on CRLF and answers a permanent 500 to any "line" over 1,000
+bytes; a message written with bare LF line ends is one such line up to its first CRLF, so a
+real reply got a 500 and bounced. The line limit is therefore the message size limit (SIZE,
+advertised): a message over it gets 552, which the MTA turns into a bounce to its sender.
+
 There is no authentication: bind it to loopback or a private interface only.
 """
 
@@ -26,8 +31,8 @@ log = logging.getLogger(__name__)
 
 STORED = "250 2.0.0 Message stored"
 NOT_STORED = "451 4.3.0 Could not store the message; try again later"
-#: The largest message accepted (advertised as SIZE); matches the webhooks' default limit.
-DATA_SIZE_LIMIT = 25 * 1024 * 1024
+#: The largest message accepted (advertised as SIZE): `Settings.message_max_bytes` by default.
+DATA_SIZE_LIMIT = 50 * 1024 * 1024
 
 
 class IngestHandler:
@@ -67,10 +72,15 @@ class Listener(Controller):
         port: int = 8024,
         data_size_limit: int = DATA_SIZE_LIMIT,
     ) -> None:
-        self.lmtp = lmtp
+        self.lmtp, self.data_size_limit = lmtp, data_size_limit
         handler = IngestHandler(app, "lmtp" if lmtp else "smtp")
         super().__init__(handler, hostname=host, port=port, data_size_limit=data_size_limit)
 
     def factory(self) -> Any:
-        server_class = LMTP if self.lmtp else SMTP
+        # aiosmtpd reads the line limit from the class when it builds a connection's stream
+        # reader; see the module docstring. Commands keep their own 512-byte limit.
+        base = LMTP if self.lmtp else SMTP
+        server_class = type(
+            f"LongLines{base.__name__}", (base,), {"line_length_limit": self.data_size_limit + 2}
+        )
         return server_class(self.handler, **self.SMTP_kwargs)

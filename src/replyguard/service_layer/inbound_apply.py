@@ -35,7 +35,7 @@ from replyguard.domain.addresses import domain_of
 from replyguard.domain.authentication import Verdict, judge
 from replyguard.domain.inbound.bounce_policy import ESCALATING_REASONS
 from replyguard.domain.inbound.classify import Classification
-from replyguard.domain.inbound.parse import header
+from replyguard.domain.inbound.storable import storable_text
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.reply_policy import predates_first_send
 from replyguard.domain.states import Actor, ReplyKind, ReplyState, check_reply_move
@@ -67,7 +67,8 @@ def apply_inbound(
         app.settings.authserv_ids,
     )
     row.sender, row.auth = (c.from_address or "").lower()[:320] or None, verdict.to_json()
-    match = match_message(uow, c, recipients_of(msg), header(msg, "subject"), verdict.verdict)
+    recipients = [storable_text(r, 320)[0] for r in recipients_of(msg)]
+    match = match_message(uow, c, recipients, c.subject, verdict.verdict)
     kind = match.kind_override or c.kind
     evidence = (*c.evidence, *match.evidence, f"auth:{verdict.verdict}")
     row.kind, row.processed_at = kind, uow.clock.now()

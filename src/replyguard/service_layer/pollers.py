@@ -27,8 +27,11 @@ from sqlalchemy import ColumnElement, Connection, CursorResult, or_, select, tex
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from replyguard.adapters.db import models as m
-from replyguard.adapters.imap_source import Cursor, ImapPoller, Timing, parse_imap_url
+from replyguard.adapters.imap_source import Cursor, Fetched, ImapPoller, Timing, parse_imap_url
 from replyguard.bootstrap import App
+from replyguard.domain.inbound.status import InboundStatus, history_source
+from replyguard.service_layer.ingest import IngestResult, ingest_raw
+from replyguard.service_layer.quarantine import keep_refused
 from replyguard.service_layer.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
@@ -60,7 +63,17 @@ def read_cursor(app: App, key: str) -> Cursor:
     with app.uow() as uow:
         row = _row(uow, key)
         uow.commit()
-        return Cursor(row.uidvalidity, row.last_uid)
+        return Cursor(row.uidvalidity, row.last_uid, row.history_until_uid)
+
+
+def begin_cursor(app: App, key: str, uidvalidity: int, last_uid: int, history_until_uid: int | None) -> None:
+    """Start reading `key` under `uidvalidity` after `last_uid` (a first start, or a folder
+    whose UIDs were reassigned); UIDs up to `history_until_uid` are history."""
+    with app.uow() as uow:
+        row = _row(uow, key)
+        row.uidvalidity, row.last_uid, row.history_until_uid = uidvalidity, last_uid, history_until_uid
+        row.updated_at = uow.clock.now()
+        uow.commit()
 
 
 def advance_cursor(app: App, key: str, uidvalidity: int, last_uid: int) -> None:
@@ -89,27 +102,59 @@ class DbCursorStore:
     def save(self, uidvalidity: int, last_uid: int) -> None:
         advance_cursor(self.app, self.key, uidvalidity, last_uid)
 
+    def begin(self, uidvalidity: int, last_uid: int, history_until_uid: int | None) -> None:
+        begin_cursor(self.app, self.key, uidvalidity, last_uid, history_until_uid)
+
 
 def imap_poller(
     app: App,
     url: str,
-    handle: Callable[[bytes], None],
+    handle: Callable[[Fetched], None] | None = None,
     *,
     folder: str | None = None,
     timing: Timing | None = None,
     use_idle: bool = True,
     owner: str | None = None,
+    history: bool = False,
 ) -> ImapPoller:
-    """Wire a poller for one IMAP folder to this app's cursor table and lease."""
+    """Wire a poller for one IMAP folder to this app's cursor table and lease.
+
+    `handle`: by default `ingest_fetched(app)`. `history`: on the folder's first start, import
+    the mail already there as history (otherwise reading starts from now).
+    """
     source = parse_imap_url(url, folder)
     return ImapPoller(
         source,
         DbCursorStore(app, source.key),
         SourceLease(app, source.key, owner),
-        handle,
+        handle or ingest_fetched(app),
         timing=timing,
         use_idle=use_idle,
+        history=history,
+        max_bytes=app.settings.message_max_bytes,
     )
+
+
+def ingest_fetched(
+    app: App, report: Callable[[IngestResult], None] | None = None
+) -> Callable[[Fetched], None]:
+    """The poller's handler: store (and process) each message, or keep a refused one's header.
+
+    A history message is stored under the source `imap-history`: it informs and never stops
+    a lead as a fresh reply. Raises only when the store fails (the cursor then stays put).
+    """
+
+    def handle(message: Fetched) -> None:
+        source = history_source("imap") if message.history else "imap"
+        if message.refused is not None:
+            inbound_id = keep_refused(app, message.raw, source, message.refused)
+            result = IngestResult(inbound_id, False, InboundStatus.REFUSED, detail=message.refused)
+        else:
+            result = ingest_raw(app, message.raw, source)
+        if report is not None:
+            report(result)
+
+    return handle
 
 
 def advisory_key(workspace_id: int, key: str) -> int:

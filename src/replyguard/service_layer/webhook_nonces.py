@@ -1,17 +1,19 @@
 """Replay protection for signed webhooks: a token is accepted once per provider.
 
-`seen` is checked before the message is stored and `remember` runs after the store has
-committed, so a request that failed to store does not burn its token (the provider's retry
-still gets in). Two identical requests racing past `seen` both reach the store, whose
-deduplication keeps one effect; the second `remember` then finds the row and does nothing.
+The unique constraint is the check. `claim` inserts the token in the same transaction that
+stores the message (`ingest_raw(..., with_store=...)`): of ten concurrent requests carrying
+one token, one inserts it and stores its body, the others find it taken (on PostgreSQL they
+wait for the first transaction, then see its row) and store nothing. A request whose store
+fails rolls its claim back with it, so the provider's retry of it still gets in.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import delete
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from replyguard.adapters.db import models as m
 from replyguard.service_layer.uow import UnitOfWork
@@ -22,32 +24,35 @@ from replyguard.service_layer.uow import UnitOfWork
 KEEP = timedelta(minutes=11)
 
 
-def seen(uow: UnitOfWork, provider: str, nonce: str) -> bool:
-    """Whether this provider's token was already accepted."""
-    found = uow.session.scalar(
-        select(m.WebhookNonce.id).where(
-            m.WebhookNonce.workspace_id == uow.workspace_id,
-            m.WebhookNonce.provider == provider,
-            m.WebhookNonce.nonce == nonce,
-        )
-    )
-    return found is not None
+class Replayed(Exception):
+    """This provider's token was accepted before."""
 
 
-def remember(uow: UnitOfWork, provider: str, nonce: str) -> None:
-    """Record the token and forget expired ones. The caller commits."""
-    now = uow.clock.now()
+def claim(uow: UnitOfWork, provider: str, nonce: str) -> None:
+    """Take the token for this transaction, or raise Replayed.
+
+    The caller commits (with the stored message) or rolls back (and the token is free again).
+    """
+    insert = (pg_insert if uow.postgres else sqlite_insert)(m.WebhookNonce)
+    taken = uow.session.execute(
+        insert.values(workspace_id=uow.workspace_id, provider=provider, nonce=nonce, seen_at=uow.clock.now())
+        .on_conflict_do_nothing(index_elements=["workspace_id", "provider", "nonce"])
+        .returning(m.WebhookNonce.id)
+    ).scalar()
+    if taken is None:
+        raise Replayed(provider)
+
+
+def forget_expired(uow: UnitOfWork, provider: str) -> None:
+    """Delete tokens too old to pass the timestamp check. The caller commits.
+
+    Kept out of `claim`'s transaction: concurrent deletes of the same rows there could
+    deadlock with the inserts.
+    """
     uow.session.execute(
         delete(m.WebhookNonce).where(
             m.WebhookNonce.workspace_id == uow.workspace_id,
             m.WebhookNonce.provider == provider,
-            m.WebhookNonce.seen_at < now - KEEP,
+            m.WebhookNonce.seen_at < uow.clock.now() - KEEP,
         )
     )
-    try:
-        with uow.session.begin_nested():
-            uow.session.add(
-                m.WebhookNonce(workspace_id=uow.workspace_id, provider=provider, nonce=nonce, seen_at=now)
-            )
-    except IntegrityError:
-        pass  # a concurrent identical request recorded it first; the store kept one copy

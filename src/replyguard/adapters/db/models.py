@@ -358,7 +358,8 @@ class Notice(Base):
     __tablename__ = "notices"
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
-    lead_id: Mapped[int] = mapped_column(ForeignKey("leads.id"), index=True)
+    # None for a notice about no lead: an inbound message kept for a person (quarantined, refused).
+    lead_id: Mapped[int | None] = mapped_column(ForeignKey("leads.id"), index=True)
     reply_id: Mapped[int | None] = mapped_column(ForeignKey("replies.id"))
     thread_id: Mapped[int | None] = mapped_column(ForeignKey("threads.id"), index=True)
     recipient: Mapped[str] = mapped_column(String(320))
@@ -417,6 +418,7 @@ class InboundMessage(Base):
         # A unique index rather than a constraint: SQLite adds an index in place, while a new
         # constraint would copy the table (raw messages included) in the migration.
         Index("ux_inbound_messages_effect_key", "workspace_id", "effect_key", unique=True),
+        Index("ix_inbound_messages_workspace_status", "workspace_id", "status"),
     )
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
@@ -425,8 +427,10 @@ class InboundMessage(Base):
     source: Mapped[str] = mapped_column(String(40))
     raw: Mapped[bytes] = mapped_column(LargeBinary)
     received_at: Mapped[datetime]
-    status: Mapped[str] = mapped_column(String(20), default="stored")
+    status: Mapped[str] = mapped_column(String(20), default="stored")  # domain.inbound.status
     error: Mapped[str | None] = mapped_column(Text)
+    #: Processing attempts that failed; at MAX_ATTEMPTS the message is quarantined.
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     kind: Mapped[str | None] = mapped_column(String(20))
     lead_id: Mapped[int | None] = mapped_column(ForeignKey("leads.id"))
     processed_at: Mapped[datetime | None]
@@ -479,6 +483,8 @@ class MailboxCursor(Base):
     # IMAP UIDs and UIDVALIDITY are unsigned 32-bit numbers: too big for a signed INTEGER.
     uidvalidity: Mapped[int | None] = mapped_column(BigInteger)
     last_uid: Mapped[int] = mapped_column(BigInteger, default=0)
+    #: A history import (`poll --history`): messages up to this UID are history, not replies.
+    history_until_uid: Mapped[int | None] = mapped_column(BigInteger)
     lease_owner: Mapped[str | None] = mapped_column(String(100))
     lease_until: Mapped[datetime | None]
     updated_at: Mapped[datetime]

@@ -37,6 +37,8 @@ class NoticeChannel(Protocol):
 
 def headline(payload: dict[str, Any]) -> str:
     """One line: product, lead, what happened."""
+    if "inbound_id" in payload and "thread" not in payload:
+        return f"Inbound message {payload['inbound_id']} kept for a person ({payload.get('kind')})"
     lead = payload.get("lead") or {}
     who = lead.get("name") or lead.get("email") or "a lead"
     what = payload.get("intent_label") or str(payload.get("kind") or "").replace("_", " ")
@@ -45,6 +47,8 @@ def headline(payload: dict[str, Any]) -> str:
 
 def summary_text(payload: dict[str, Any]) -> str:
     """The plain-text notice every channel carries: enough to act without opening anything."""
+    if "inbound_id" in payload and "thread" not in payload:
+        return _inbound_text(payload)
     thread = payload.get("thread") or {}
     lines = [
         headline(payload),
@@ -62,3 +66,16 @@ def summary_text(payload: dict[str, Any]) -> str:
         lines += ["", str(payload["text"])[:2000]]
     lines += ["", f"Thread {thread.get('id')}: {thread.get('url')}"]
     return "\n".join(lines)
+
+
+def _inbound_text(payload: dict[str, Any]) -> str:
+    """A message kept for a person that concerns no lead (quarantined, refused at the door)."""
+    return "\n".join(
+        [
+            headline(payload),
+            f"Source: {payload.get('source')}; Message-ID: {payload.get('message_id') or '-'}",
+            f"Why: {payload.get('error') or '-'}",
+            f"Next step: {payload.get('recommendation')}",
+            "See `replyguard inbound list`; `replyguard inbound retry ID` once the cause is fixed.",
+        ]
+    )

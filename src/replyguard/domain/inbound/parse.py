@@ -24,7 +24,7 @@ from email.message import EmailMessage, Message
 from email.parser import BytesParser
 
 from replyguard.domain.inbound.htmltext import html_to_text
-from replyguard.domain.inbound.limits import MAX_HTML_CHARS, MAX_TEXT_CHARS, bound, cut_tags, cut_text
+from replyguard.domain.inbound.read_bounds import MAX_HTML_CHARS, MAX_TEXT_CHARS, bound, cut_tags, cut_text
 
 _PARSER = BytesParser(_class=EmailMessage, policy=policy.compat32)
 # Charsets that mail clients label wrongly all the time: iso-8859-1 text written on Windows

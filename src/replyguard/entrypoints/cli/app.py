@@ -42,12 +42,10 @@ campaign_app = typer.Typer(no_args_is_help=True, help="Create and list campaigns
 leads_app = typer.Typer(no_args_is_help=True, help="Import, show, stop and resume leads.")
 reply_app = typer.Typer(no_args_is_help=True, help="Record replies by hand.")
 steps_app = typer.Typer(no_args_is_help=True, help="Approve steps that wait for a person.")
-inbound_app = typer.Typer(no_args_is_help=True, help="Inbound messages kept for a person.")
 app.add_typer(campaign_app, name="campaign")
 app.add_typer(leads_app, name="leads")
 app.add_typer(reply_app, name="reply")
 app.add_typer(steps_app, name="steps")
-app.add_typer(inbound_app, name="inbound")
 
 out = Console()
 err = Console(stderr=True)
@@ -482,109 +480,6 @@ def steps_approve(
 
 
 @app.command()
-def ingest(
-    ctx: typer.Context,
-    paths: Annotated[
-        list[str], typer.Argument(help=".eml files, mbox files, Maildir folders, or - for stdin")
-    ],
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """Store, classify and match inbound mail; each reply takes effect in one transaction."""
-    from replyguard.adapters.mail_files import MailSourceError, iter_messages, total_size
-    from replyguard.service_layer.ingest import ingest_raw
-
-    instance = open_app(ctx)
-    counts: dict[str, int] = {}
-    results = []
-    try:
-        with Progress(console=err, transient=True) as progress:
-            task = progress.add_task("ingesting", total=total_size(paths) or None)
-            for item in iter_messages(paths, sys.stdin.buffer, lambda n: progress.advance(task, n)):
-                result = ingest_raw(instance, item.raw, source="file")
-                status = "duplicate" if result.duplicate else result.status
-                counts[status] = counts.get(status, 0) + 1
-                if as_json:  # kept only for the JSON report: a plain run stays flat in memory
-                    results.append(
-                        {
-                            "origin": item.origin,
-                            "inbound_id": result.inbound_id,
-                            "status": status,
-                            "kind": result.kind,
-                            "lead_ids": list(result.lead_ids),
-                            "detail": result.detail,
-                        }
-                    )
-                if result.status == "unparsable" and not result.duplicate:
-                    warn(f"{item.origin}:", f"kept but not parsed: {result.detail}")
-    except MailSourceError as exc:
-        fail(str(exc), code=2)
-    if as_json:
-        emit_json({"counts": counts, "messages": results})
-    else:
-        out.print(", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no messages")
-
-
-@inbound_app.command("list")
-def inbound_list(
-    ctx: typer.Context,
-    status: Annotated[
-        str,
-        typer.Option(
-            "--status",
-            help="unmatched, probable, unparsable, matched, suspect (claims our mailbox, fails "
-            "authentication), ours, history, duplicate",
-        ),
-    ] = "unmatched",
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """Inbound messages kept for a person: unmatched, probable matches, unparsable."""
-    from sqlalchemy import select
-
-    from replyguard.adapters.db import models as m
-
-    instance = open_app(ctx)
-    with instance.uow() as uow:
-        rows = uow.session.execute(
-            select(
-                m.InboundMessage.id,
-                m.InboundMessage.received_at,
-                m.InboundMessage.kind,
-                m.InboundMessage.message_id,
-                m.InboundMessage.error,
-                m.InboundMessage.source,
-            )
-            .where(m.InboundMessage.workspace_id == uow.workspace_id, m.InboundMessage.status == status)
-            .order_by(m.InboundMessage.id)
-        ).all()
-    items = [
-        {
-            "id": r.id,
-            "received_at": r.received_at.isoformat(),
-            "kind": r.kind,
-            "message_id": r.message_id,
-            "error": r.error,
-            "source": r.source,
-        }
-        for r in rows
-    ]
-    if as_json:
-        emit_json(items)
-        return
-    table = Table(title=f"inbound: {status}")
-    for column in ("id", "received", "kind", "message-id", "error"):
-        table.add_column(column)
-    for item in items:
-        table.add_row(
-            str(item["id"]),
-            item["received_at"],
-            item["kind"] or "-",
-            escape(item["message_id"] or "-"),
-            escape(item["error"] or ""),
-        )
-    out.print(table)
-
-
-@app.command()
 def demo(
     ctx: typer.Context,
     examples: Annotated[Path, typer.Option("--examples", help="Folder with campaign and lead files.")] = Path(
@@ -601,7 +496,14 @@ def demo(
     raise typer.Exit(run_demo(options.db or "sqlite:///demo.db", examples, outbox, out))
 
 
-from replyguard.entrypoints.cli import inspect_cmd, listen_cmd, poll_cmd, senders_cmd, serve_cmd  # noqa: E402
+from replyguard.entrypoints.cli import (  # noqa: E402
+    inbound_cmd,
+    inspect_cmd,
+    listen_cmd,
+    poll_cmd,
+    senders_cmd,
+    serve_cmd,
+)
 
 inspect_cmd.register(app)
 
@@ -609,6 +511,7 @@ serve_cmd.register(app)
 listen_cmd.register(app)
 poll_cmd.register(app)
 senders_cmd.register(app)
+inbound_cmd.register(app)
 
 from replyguard.entrypoints.cli import notify_cmd, threads_cmd  # noqa: E402
 

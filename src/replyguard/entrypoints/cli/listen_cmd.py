@@ -22,9 +22,12 @@ def register(app: typer.Typer) -> None:
         """Store every delivered message, then answer 250 (451 if it could not be stored)."""
         from replyguard.adapters.lmtp_listener import Listener
         from replyguard.entrypoints.cli.app import err, open_app
+        from replyguard.service_layer.quarantine import Sweeper
 
         instance = open_app(ctx, running_clock=True)
-        listener = Listener(instance, lmtp=lmtp, host=host, port=port)
+        listener = Listener(
+            instance, lmtp=lmtp, host=host, port=port, data_size_limit=instance.settings.message_max_bytes
+        )
         stopping = threading.Event()
 
         def _stop(_signum: int, _frame: object) -> None:
@@ -35,7 +38,8 @@ def register(app: typer.Typer) -> None:
         listener.start()
         err.print(f"listening for {'LMTP' if lmtp else 'SMTP'} on {host}:{port}; Ctrl-C stops")
         try:
-            stopping.wait()
+            with Sweeper(instance):  # messages a crash left stored but unprocessed
+                stopping.wait()
         finally:
             listener.stop()
             instance.close()

@@ -1,13 +1,15 @@
-"""`replyguard poll --imap URL [--folder INBOX] [--once]`: feed one IMAP folder into ingest.
+"""`replyguard poll --imap URL [--folder INBOX] [--once] [--history]`: feed one IMAP folder
+into ingest.
 
 Runs until SIGTERM or SIGINT (the current message finishes and the lease is released), or
-with `--once` reads what is there and exits. Exit codes: 0 done, 1 another poller holds the
-folder (`--once`) or the server failed, 2 a bad URL.
+with `--once` reads what is there and exits. A folder's first start reads from now on; with
+`--history` it imports the mail already there as history (it informs, it never stops a lead
+as a fresh reply). Exit codes: 0 done, 1 another poller holds the folder (`--once`) or the
+server or database failed, 2 a bad URL.
 """
 
 from __future__ import annotations
 
-import imaplib
 import signal
 import threading
 from typing import Annotated
@@ -34,18 +36,26 @@ def poll(
     ],
     folder: Annotated[str | None, typer.Option("--folder", help="Overrides the URL's folder.")] = None,
     once: Annotated[bool, typer.Option("--once", help="Read what is there now, then exit.")] = False,
+    history: Annotated[
+        bool,
+        typer.Option(
+            "--history",
+            help="On the folder's first start, import the mail already there as history "
+            "(it never stops a lead). Without it, reading starts from now.",
+        ),
+    ] = False,
 ) -> None:
     """Poll an IMAP folder (IDLE when offered) and ingest every new message once."""
     # Imported here: the CLI module imports this one, and start-up stays fast.
     from replyguard.adapters.imap_source import ImapUrlError, LeaseBusy
     from replyguard.entrypoints.cli.app import err, fail, open_app, out
-    from replyguard.service_layer.ingest import ingest_raw
-    from replyguard.service_layer.pollers import imap_poller
+    from replyguard.service_layer.ingest import IngestResult
+    from replyguard.service_layer.pollers import imap_poller, ingest_fetched, read_cursor
+    from replyguard.service_layer.quarantine import Sweeper, retry_stored
 
     instance = open_app(ctx, running_clock=not once)
 
-    def handle(raw: bytes) -> None:
-        result = ingest_raw(instance, raw, source="imap")
+    def report(result: IngestResult) -> None:
         leads = ",".join(str(i) for i in result.lead_ids) or "-"
         again = " (already received)" if result.duplicate else ""
         out.print(
@@ -54,23 +64,31 @@ def poll(
         )
 
     try:
-        poller = imap_poller(instance, imap, handle, folder=folder)
+        poller = imap_poller(instance, imap, ingest_fetched(instance, report), folder=folder, history=history)
     except ImapUrlError as exc:
         instance.close()
         fail(str(exc), code=2)
     try:
+        if history and read_cursor(instance, poller.source.key).uidvalidity is not None:
+            err.print(
+                f"[yellow]--history applies to a folder's first start only: {poller.source.key} "
+                "was started before; reading goes on from its cursor[/]",
+                highlight=False,
+            )
         if once:
             count = poller.run_once()
+            retry_stored(instance)
             out.print(f"{count} new messages in {poller.source.key}", highlight=False)
             return
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
         signal.signal(signal.SIGINT, lambda _signum, _frame: stop.set())
         err.print(f"polling {poller.source.key}; Ctrl-C stops", highlight=False)
-        poller.run(stop)
+        with Sweeper(instance):
+            poller.run(stop)
     except LeaseBusy as exc:
         fail(str(exc))
-    except (OSError, imaplib.IMAP4.error) as exc:
-        fail(f"{poller.source.key}: {exc.__class__.__name__}: {exc}")
+    except Exception as exc:  # the server, the network or the database: one line, no traceback
+        fail(f"{poller.source.key}: {exc.__class__.__name__}: {str(exc)[:300]}")
     finally:
         instance.close()

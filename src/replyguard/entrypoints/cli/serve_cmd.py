@@ -35,10 +35,13 @@ def register(app: typer.Typer) -> None:
 
         from replyguard.entrypoints.cli.app import open_app
         from replyguard.entrypoints.http import create_app
+        from replyguard.service_layer.quarantine import Sweeper
 
         instance = open_app(ctx, running_clock=True)
         logging.getLogger("uvicorn.access").addFilter(RedactSecrets())
         try:
-            uvicorn.run(create_app(instance), host=host, port=port, proxy_headers=True)
+            with Sweeper(instance):  # messages a crash left stored but unprocessed
+                # h11's limit on a request's header section (16 KiB by default) stays in force.
+                uvicorn.run(create_app(instance), host=host, port=port, proxy_headers=True)
         finally:
             instance.close()

@@ -2,7 +2,9 @@
 at import time. Endpoints are sync (FastAPI runs them in its thread pool) because the
 service layer is; only body reading is async.
 
-Errors are translated here and nowhere else: services raise their own exceptions.
+Errors are translated here and nowhere else: services raise their own exceptions. No
+request, authenticated or not, gets a 5xx for what it contains: bad bodies are 400, bodies
+over the limit 413, and only an unreachable database is a 503 (retried by the providers).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from starlette.requests import Request
 from replyguard.bootstrap import App
 from replyguard.entrypoints.http import mailgun, postmark, sendgrid, unsubscribe
 from replyguard.entrypoints.http.forms import BadForm, BodyTooLarge
+from replyguard.entrypoints.http.inbound import Gate, Refused, record_refusal
 
 log = logging.getLogger(__name__)
 
@@ -25,19 +28,32 @@ def create_app(app: App) -> FastAPI:
     """An ASGI app serving one-click unsubscribe, the inbound webhooks and /healthz."""
     api = FastAPI(title="replyguard", docs_url=None, redoc_url=None, openapi_url=None)
     api.state.replyguard = app
-    for module in (unsubscribe, mailgun, postmark, sendgrid):
-        api.include_router(module.router(app))
+    gate = Gate(app.settings.inbound_max_concurrent)
+    api.include_router(unsubscribe.router(app))
+    for module in (mailgun, postmark, sendgrid):
+        api.include_router(module.router(app, gate))
 
     @api.get("/healthz")
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
+    # Sync handlers: Starlette runs them in the thread pool, where keeping a refusal may
+    # write to the database.
     @api.exception_handler(BodyTooLarge)
-    def too_large(_request: Request, _exc: Exception) -> PlainTextResponse:
+    def too_large(request: Request, exc: Exception) -> PlainTextResponse:
+        assert isinstance(exc, BodyTooLarge)
+        record_refusal(app, request, 413, str(exc), [exc.head])
         return PlainTextResponse("request body too large", status_code=413)
 
+    @api.exception_handler(Refused)
+    def refused(request: Request, exc: Exception) -> PlainTextResponse:
+        assert isinstance(exc, Refused)
+        record_refusal(app, request, exc.status, exc.reason, [exc.head])
+        return PlainTextResponse("bad request", status_code=exc.status)
+
     @api.exception_handler(BadForm)
-    def bad_form(_request: Request, _exc: Exception) -> PlainTextResponse:
+    def bad_form(request: Request, exc: Exception) -> PlainTextResponse:
+        record_refusal(app, request, 400, str(exc), [])
         return PlainTextResponse("bad request", status_code=400)
 
     @api.exception_handler(SQLAlchemyError)

@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 #: Headers the rebuilt body defines itself; copying the original's would describe the wrong body.
 STRUCTURAL = frozenset({"content-type", "content-transfer-encoding", "mime-version", "content-length"})
 _HEADER_NAME = re.compile(r"^[!-9;-~]{1,76}$")
+#: Headers copied into a rebuilt message; a real one has a few dozen (Received chains included).
+MAX_HEADERS = 1000
 _BREAKS = re.compile(r"[\r\n\0]+[ \t]*")
 
 
@@ -43,7 +45,10 @@ def compose(
     is dropped with a log line rather than failing the whole message.
     """
     msg = EmailMessage(policy=policy.SMTP)
-    for name, value in headers:
+    for count, (name, value) in enumerate(headers):
+        if count >= MAX_HEADERS:
+            log.warning("dropped headers past the first %s while rebuilding a message", MAX_HEADERS)
+            break
         if name.lower() in STRUCTURAL or not _HEADER_NAME.match(name):
             continue
         try:

@@ -3,6 +3,11 @@
 Mailgun posts raw MIME in `body-mime` only when the route URL ends in `mime`, hence the
 second path. Authenticity: HMAC-SHA256(signing key, timestamp + token) in `signature`, a
 timestamp within five minutes of our clock, and a token never accepted before.
+
+The signature travels inside the body, so the body is read (spooled, within the limit) and
+first passed over keeping only `timestamp`, `token` and `signature`; nothing else is parsed,
+rebuilt or stored before they verify. The token is claimed in the transaction that stores the
+message: ten concurrent uses of one token store one body.
 """
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run
@@ -16,47 +21,64 @@ from fastapi.responses import JSONResponse
 from starlette.requests import Request
 
 from replyguard.bootstrap import App
-from replyguard.entrypoints.http.auth import Rejected, verify_mailgun
-from replyguard.entrypoints.http.inbound import accept, body_reader, convert, form_of
+from replyguard.entrypoints.http.auth import MAX_TOKEN, Rejected, verify_mailgun
+from replyguard.entrypoints.http.forms import Body
+from replyguard.entrypoints.http.inbound import Gate, accept, authenticated, body_reader, convert, form_of
 from replyguard.entrypoints.http.payloads import mailgun_raw
 from replyguard.service_layer import webhook_nonces as nonces
+from replyguard.service_layer.ingest import stored_id
 
 log = logging.getLogger(__name__)
 PROVIDER = "mailgun"
+_SIGNED = frozenset({"timestamp", "token", "signature"})
 
 
-def router(app: App) -> APIRouter:
+def router(app: App, gate: Gate) -> APIRouter:
     routes = APIRouter()
     read_body = body_reader(app.settings.inbound_max_bytes)
 
-    @routes.post("/hooks/mailgun")
-    @routes.post("/hooks/mailgun/mime")
-    def mailgun_inbound(request: Request, body: Annotated[bytes, Depends(read_body)]) -> JSONResponse:
-        key = app.settings.mailgun_signing_key
-        if not key:
+    def enabled() -> None:
+        if not app.settings.mailgun_signing_key:
             raise HTTPException(404)
-        form = form_of(request, body)
-        token = form.text("token") or ""
+
+    # 429 when busy: Mailgun retries every answer but 2xx and 406.
+    @routes.post("/hooks/mailgun", dependencies=[Depends(enabled), Depends(gate.slot(429))])
+    @routes.post("/hooks/mailgun/mime", dependencies=[Depends(enabled), Depends(gate.slot(429))])
+    def mailgun_inbound(request: Request, body: Annotated[Body, Depends(read_body)]) -> JSONResponse:
+        key = app.settings.mailgun_signing_key
+        assert key is not None
+        signed = form_of(request, body, keep=_SIGNED.__contains__, max_kept=3 * (MAX_TOKEN + 100))
+        token = signed.text("token") or ""
         try:
             verify_mailgun(
                 key,
-                form.text("timestamp") or "",
+                signed.text("timestamp") or "",
                 token,
-                form.text("signature") or "",
+                signed.text("signature") or "",
                 now=app.clock.now(),
             )
         except Rejected as exc:
             log.warning("mailgun: refused: %s", exc)
             raise HTTPException(401, "signature refused") from None
+        authenticated(request)
+        form = form_of(request, body)
+        raw = convert(PROVIDER, lambda: mailgun_raw(form), body)
+        try:
+            response = accept(app, raw, PROVIDER, with_store=lambda uow: nonces.claim(uow, PROVIDER, token))
+        except nonces.Replayed:
+            return _replayed(app, raw)
         with app.uow() as uow:
-            replayed = nonces.seen(uow, PROVIDER, token)
-        if replayed:
-            log.warning("mailgun: refused a replayed token")
-            raise HTTPException(403, "replayed")
-        response = accept(app, convert(PROVIDER, lambda: mailgun_raw(form), body), PROVIDER)
-        with app.uow() as uow:
-            nonces.remember(uow, PROVIDER, token)
+            nonces.forget_expired(uow, PROVIDER)
             uow.commit()
         return response
 
     return routes
+
+
+def _replayed(app: App, raw: bytes) -> JSONResponse:
+    # Mailgun retries a request whose 200 it never received with the same token: if that
+    # message is stored, answer as for any duplicate. Anything else with a used token is a replay.
+    if stored_id(app, raw) is not None:
+        return JSONResponse({"status": "stored", "duplicate": True})
+    log.warning("mailgun: refused a replayed token")
+    raise HTTPException(403, "replayed")

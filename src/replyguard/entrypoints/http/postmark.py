@@ -1,8 +1,9 @@
 """Postmark inbound webhook: `/hooks/postmark`, JSON, protected by HTTP Basic auth.
 
 Postmark signs nothing, so the credentials in the webhook URL (https://user:pass@host/...)
-are the proof. A 401 makes Postmark retry (a 403 would stop its retries), so a wrong
-password costs no mail once it is fixed.
+are the proof, checked before the body is read. A 401 makes Postmark retry (a 403 would stop
+its retries), so a wrong password costs no mail once it is fixed. Postmark's JSON carries
+every attachment twice (in `Attachments` and inside `RawEmail`): the body limit allows for it.
 """
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run
@@ -18,14 +19,15 @@ from starlette.requests import Request
 
 from replyguard.bootstrap import App
 from replyguard.entrypoints.http.auth import Rejected, verify_basic
-from replyguard.entrypoints.http.inbound import accept, body_reader, convert
+from replyguard.entrypoints.http.forms import Body
+from replyguard.entrypoints.http.inbound import Gate, Refused, accept, authenticated, body_reader, convert
 from replyguard.entrypoints.http.payloads import postmark_raw
 
 log = logging.getLogger(__name__)
 PROVIDER = "postmark"
 
 
-def router(app: App) -> APIRouter:
+def router(app: App, gate: Gate) -> APIRouter:
     routes = APIRouter()
     read_body = body_reader(app.settings.inbound_max_bytes)
 
@@ -38,15 +40,17 @@ def router(app: App) -> APIRouter:
         except Rejected as exc:
             log.warning("postmark: refused: %s", exc)
             raise HTTPException(401, headers={"WWW-Authenticate": 'Basic realm="replyguard"'}) from None
+        authenticated(request)
 
-    @routes.post("/hooks/postmark", dependencies=[Depends(authorised)])
-    def postmark_inbound(body: Annotated[bytes, Depends(read_body)]) -> JSONResponse:
+    # 429 when busy: Postmark retries every answer but 200 and 403.
+    @routes.post("/hooks/postmark", dependencies=[Depends(authorised), Depends(gate.slot(429))])
+    def postmark_inbound(body: Annotated[Body, Depends(read_body)]) -> JSONResponse:
         try:
-            payload = json.loads(body)
-        except ValueError:
-            raise HTTPException(400, "expected JSON") from None
+            payload = json.loads(body.read())
+        except (ValueError, RecursionError):  # RecursionError: nesting deeper than any payload
+            raise Refused(400, "expected JSON", body.head()) from None
         if not isinstance(payload, dict):
-            raise HTTPException(400, "expected a JSON object")
+            raise Refused(400, "expected a JSON object", body.head())
         return accept(app, convert(PROVIDER, lambda: postmark_raw(payload), body), PROVIDER)
 
     return routes

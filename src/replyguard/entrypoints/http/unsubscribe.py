@@ -3,6 +3,11 @@
 POST with `List-Unsubscribe=One-Click` unsubscribes. GET only shows a page whose button
 POSTs: link scanners and mail previews fetch GETs, and must never unsubscribe anybody. An
 unknown or forged token is a bare 404, the same for every reason.
+
+RFC 8058 3.2: the receiver SHOULD send the pair as `multipart/form-data` and MAY send it
+urlencoded; both are read, as is a body with no or another content type (the pair as text).
+Surrounding whitespace (a trailing CRLF), percent-encoding and the case of the value are
+tolerated: the token is the proof, the body only says "one click".
 """
 
 from __future__ import annotations
@@ -15,10 +20,10 @@ from fastapi.responses import HTMLResponse
 from starlette.requests import Request
 
 from replyguard.bootstrap import App
-from replyguard.entrypoints.http.forms import BadForm, read_limited
+from replyguard.entrypoints.http.forms import BadForm, Form, parse_form, parse_urlencoded, read_limited
 from replyguard.service_layer.unsubscribe import UnknownToken, check_token, one_click_unsubscribe
 
-ONE_CLICK = b"List-Unsubscribe=One-Click"
+KEY, VALUE = "List-Unsubscribe", "one-click"
 _MAX_BODY = 4096
 _HEADERS = {
     "Cache-Control": "no-store",
@@ -60,8 +65,8 @@ def router(app: App) -> APIRouter:
         )
 
     @routes.post("/u/{token}")
-    def unsubscribe(token: str, body: Annotated[bytes, Depends(_body)]) -> HTMLResponse:
-        if ONE_CLICK not in body.split(b"&"):
+    def unsubscribe(request: Request, token: str, body: Annotated[bytes, Depends(_body)]) -> HTMLResponse:
+        if not one_click(request.headers.get("content-type", ""), body):
             raise BadForm("not a one-click unsubscribe request")
         try:
             result = one_click_unsubscribe(app, token)
@@ -71,3 +76,19 @@ def router(app: App) -> APIRouter:
         return page("Unsubscribed", f"<p>{html.escape(note)}</p>")
 
     return routes
+
+
+def one_click(content_type: str, body: bytes) -> bool:
+    """Whether the body carries `List-Unsubscribe=One-Click` (see the module docstring)."""
+    try:
+        if content_type.strip().lower().startswith("multipart/form-data"):
+            form = parse_form(content_type, [body])
+        else:
+            form = parse_urlencoded([body.strip()])
+    except BadForm:
+        return False
+    return any(_says_one_click(form, name) for name in form.parts if name.strip() == KEY)
+
+
+def _says_one_click(form: Form, name: str) -> bool:
+    return any(p.data.strip().decode("latin-1").lower() == VALUE for p in form.parts[name])
