@@ -81,19 +81,28 @@ class StepState(enum.StrEnum):
     SENDING = "sending"  # durable marker: a transport call may be in flight (outcome unknown)
     SENT = "sent"  # the transport accepted it
     CANCELLED = "cancelled"  # will never be sent
-    FAILED = "failed"  # the transport refused it permanently, or retries ran out
+    FAILED = "failed"  # refused for good or retries ran out; the lead waits for a person
     UNKNOWN = "unknown"  # a send whose outcome cannot be known; a person decides
+    SKIPPED = "skipped"  # a person decided this step will not be sent; the next one may go
 
 
 _S = StepState
 #: States from which a reply cancels a step outright.
 CANCELLABLE: frozenset[StepState] = frozenset({_S.AWAITING_APPROVAL, _S.SCHEDULED, _S.CLAIMED})
 #: States that will never change again without a person.
-TERMINAL: frozenset[StepState] = frozenset({_S.SENT, _S.CANCELLED, _S.FAILED, _S.UNKNOWN})
+TERMINAL: frozenset[StepState] = frozenset({_S.SENT, _S.CANCELLED, _S.FAILED, _S.UNKNOWN, _S.SKIPPED})
+#: The previous step of an enrollment must be in one of these before the next may be claimed:
+#: nothing follows an email that did not arrive, and nothing overtakes one still waiting.
+LETS_NEXT_GO: frozenset[StepState] = frozenset({_S.SENT, _S.SKIPPED})
+#: States that keep an enrollment open: it completes only when no step is in one of these.
+OPEN: frozenset[StepState] = frozenset(
+    {_S.AWAITING_APPROVAL, _S.SCHEDULED, _S.CLAIMED, _S.SENDING, _S.FAILED, _S.UNKNOWN}
+)
 
 _STEP_MOVES: dict[StepState, frozenset[StepState]] = {
     _S.AWAITING_APPROVAL: frozenset({_S.SCHEDULED, _S.CANCELLED}),
-    _S.SCHEDULED: frozenset({_S.CLAIMED, _S.CANCELLED, _S.SCHEDULED}),
+    # SCHEDULED -> AWAITING_APPROVAL: its content changed after a person approved it.
+    _S.SCHEDULED: frozenset({_S.CLAIMED, _S.CANCELLED, _S.SCHEDULED, _S.AWAITING_APPROVAL}),
     # A claim that expires before any send returns to SCHEDULED; a fenced marker moves it on.
     _S.CLAIMED: frozenset({_S.SENDING, _S.SCHEDULED, _S.CANCELLED}),
     # From SENDING only evidence moves a step: acceptance, a refusal before acceptance
@@ -104,12 +113,23 @@ _STEP_MOVES: dict[StepState, frozenset[StepState]] = {
     _S.FAILED: frozenset(),
     # A person who knows the email did not go out may cancel it; nobody resends it blindly.
     _S.UNKNOWN: frozenset({_S.SENT, _S.CANCELLED}),
+    _S.SKIPPED: frozenset(),
+}
+# Moves only a person may make: resend a failed step, or skip a step that has not gone out.
+_PERSON_STEP_MOVES: dict[StepState, frozenset[StepState]] = {
+    _S.FAILED: frozenset({_S.SCHEDULED, _S.SKIPPED}),
+    _S.UNKNOWN: frozenset({_S.SKIPPED}),
+    _S.AWAITING_APPROVAL: frozenset({_S.SKIPPED}),
+    _S.SCHEDULED: frozenset({_S.SKIPPED}),
 }
 
 
-def check_step_move(current: StepState, target: StepState) -> None:
-    if target not in _STEP_MOVES[current]:
-        raise IllegalTransition(f"a step cannot go from {current} to {target}")
+def check_step_move(current: StepState, target: StepState, actor: Actor = Actor.SYSTEM) -> None:
+    allowed = _STEP_MOVES[current]
+    if actor is Actor.PERSON:
+        allowed = allowed | _PERSON_STEP_MOVES.get(current, frozenset())
+    if target not in allowed:
+        raise IllegalTransition(f"a step cannot go from {current} to {target} by {actor}")
 
 
 class EnrollmentState(enum.StrEnum):
@@ -135,3 +155,5 @@ class SendRefusal:
 
     reason: str
     cancel: bool  # True: the step is cancelled; False: it goes back to wait (pause, hold)
+    #: The rest of the enrollment cannot go out either (its address is suppressed): cancel it.
+    ends_enrollment: bool = False

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from email.utils import getaddresses
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -30,13 +30,16 @@ from replyguard.domain.inbound.classify import Classification, classify_message
 from replyguard.domain.inbound.parse import MessageParseError, header, parse_message
 from replyguard.domain.states import ReplyKind
 from replyguard.service_layer.matching import Match, match_message, recipients_of
-from replyguard.service_layer.replies import IncomingReply, hold_probable, record_reply
+from replyguard.service_layer.replies import (
+    SOFT_BOUNCE_LIMIT,
+    IncomingReply,
+    hold_probable,
+    record_reply,
+    soft_bounces_of,
+)
 from replyguard.service_layer.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
-
-#: Soft bounces for one address before it counts as a hard bounce.
-SOFT_BOUNCE_LIMIT = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +156,7 @@ def _apply(uow: UnitOfWork, app: App, row: m.InboundMessage, c: Classification, 
     if match.status == "matched":
         lead_id = match.lead_ids[0]
         sender = (c.bounce.recipient if c.bounce and c.bounce.recipient else c.from_address) or ""
-        if kind is ReplyKind.BOUNCE_SOFT and _soft_bounces(uow, sender) + 1 >= SOFT_BOUNCE_LIMIT:
+        if kind is ReplyKind.BOUNCE_SOFT and soft_bounces_of(uow, sender) + 1 >= SOFT_BOUNCE_LIMIT:
             kind, evidence = ReplyKind.BOUNCE_HARD, (*evidence, f"bounce:soft-repeated-{SOFT_BOUNCE_LIMIT}")
             row.kind = kind
         record_reply(
@@ -197,23 +200,6 @@ def _received(row: m.InboundMessage, c: Classification) -> datetime:
     # Our own clock, not the sender's Date header: "crossed" sends are measured against the
     # moment the reply reached us, and a Date header can say anything.
     return row.received_at
-
-
-def _soft_bounces(uow: UnitOfWork, address: str) -> int:
-    if not address:
-        return 0
-    return (
-        uow.session.scalar(
-            select(func.count())
-            .select_from(m.Reply)
-            .where(
-                m.Reply.workspace_id == uow.workspace_id,
-                m.Reply.kind == ReplyKind.BOUNCE_SOFT,
-                m.Reply.from_address == address.lower(),
-            )
-        )
-        or 0
-    )
 
 
 def _result_of(

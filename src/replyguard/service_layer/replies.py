@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from replyguard.adapters.db import models as m
 from replyguard.domain import reply_policy
@@ -32,6 +32,27 @@ from replyguard.service_layer.failpoints import Failpoints
 from replyguard.service_layer.leads import contact_addresses
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.settings import Settings
+
+#: Soft bounces of one address that count as a hard bounce (the third one is hard).
+SOFT_BOUNCE_LIMIT = 3
+
+
+def soft_bounces_of(uow: UnitOfWork, address: str) -> int:
+    """Soft bounces recorded for `address` so far, inbound or at send time."""
+    if not address:
+        return 0
+    return int(
+        uow.session.scalar(
+            select(func.count())
+            .select_from(m.Reply)
+            .where(
+                m.Reply.workspace_id == uow.workspace_id,
+                m.Reply.kind == ReplyKind.BOUNCE_SOFT,
+                m.Reply.from_address == address.lower(),
+            )
+        )
+        or 0
+    )
 
 
 @dataclass(frozen=True, slots=True)
