@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.db.engine import DEFAULT_URL, make_engine
-from replyguard.adapters.db.migrate import upgrade
+from replyguard.adapters.db.migrate import lock_for_migrations, upgrade
 from replyguard.adapters.transports.base import Transport
 from replyguard.domain.clock import Clock, FixedClock, OffsetClock, SystemClock, parse_instant
 from replyguard.service_layer.failpoints import Failpoints
@@ -69,6 +69,8 @@ class App:
         """Migrate to the newest schema and make sure this app's workspace exists."""
         upgrade(self.engine)
         with Session(self.engine) as session, session.begin():
+            # Concurrent inits: the first creates the workspace, the others wait here for it.
+            lock_for_migrations(session.connection())
             found = session.scalar(select(m.Workspace).where(m.Workspace.name == self.workspace))
             if found is None:
                 found = m.Workspace(

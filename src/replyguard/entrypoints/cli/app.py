@@ -28,15 +28,11 @@ app = typer.Typer(
     add_completion=False,
     help="Outbound sequences that stop when a person answers.",
 )
-campaign_app = typer.Typer(no_args_is_help=True, help="Create and list campaigns.")
 leads_app = typer.Typer(no_args_is_help=True, help="Import, show, stop and resume leads.")
 reply_app = typer.Typer(no_args_is_help=True, help="Record replies by hand.")
-steps_app = typer.Typer(no_args_is_help=True, help="Approve steps that wait for a person.")
 inbound_app = typer.Typer(no_args_is_help=True, help="Inbound messages kept for a person.")
-app.add_typer(campaign_app, name="campaign")
 app.add_typer(leads_app, name="leads")
 app.add_typer(reply_app, name="reply")
-app.add_typer(steps_app, name="steps")
 app.add_typer(inbound_app, name="inbound")
 
 out = Console()
@@ -110,33 +106,6 @@ def init(ctx: typer.Context) -> None:
     instance = opts(ctx).app()
     workspace_id = instance.init_database()
     out.print(f"database ready; workspace [bold]{instance.workspace}[/] (id {workspace_id})")
-
-
-@campaign_app.command("create")
-def campaign_create(ctx: typer.Context, file: Path) -> None:
-    """Create a campaign from a TOML file (see examples/campaign.toml)."""
-    from replyguard.domain.campaign_spec import CampaignSpecError
-    from replyguard.service_layer.campaigns import create_campaign
-
-    source = _read_text(file)
-    instance = open_app(ctx)
-    try:
-        with instance.uow() as uow:
-            result = create_campaign(uow, source)
-            uow.commit()
-    except CampaignSpecError as exc:
-        fail(f"{file}: {exc}", code=2)
-    verb = "created" if result.created else "already exists (identical)"
-    out.print(f"campaign [bold]{result.name}[/] for {result.product}: {result.steps} steps, {verb}")
-
-
-def _read_text(file: Path) -> str:
-    try:
-        return file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        fail(f"{file}: no such file", code=2)
-    except UnicodeDecodeError as exc:
-        fail(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})", code=2)
 
 
 @leads_app.command("import")
@@ -242,36 +211,6 @@ def leads_resume(
 ) -> None:
     """Return a lead to active (a person's decision; never automatic after a reply)."""
     _person_move(ctx, email, product, "active", why)
-
-
-@app.command()
-def enroll(
-    ctx: typer.Context,
-    campaign: Annotated[str, typer.Option("--campaign", help="Campaign name.")],
-    lead: Annotated[str | None, typer.Option("--lead", help="Only this lead's email.")] = None,
-) -> None:
-    """Enroll the campaign product's leads (or one) and schedule all their steps."""
-    from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
-    from replyguard.service_layer.leads import LeadNotFound
-
-    instance = open_app(ctx)
-    report = EnrollReport()
-    try:
-        with instance.uow() as uow:
-            ids = candidate_lead_ids(uow, campaign, lead)
-        with Progress(console=err, transient=True) as progress:
-            task = progress.add_task("enrolling", total=len(ids))
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                with instance.uow() as uow:
-                    enroll_leads(uow, campaign, chunk, report)
-                    uow.commit()
-                progress.advance(task, len(chunk))
-    except (LookupError, LeadNotFound) as exc:
-        fail(str(exc))
-    for address, why in report.skipped:
-        err.print(f"[yellow]skipped {address}:[/] {why}", highlight=False)
-    out.print(f"{report.enrolled} enrolled, {report.already} already enrolled, {len(report.skipped)} skipped")
 
 
 @app.command()
@@ -389,26 +328,6 @@ def reply_record(
             out.print(
                 f"  also a lead of {other['product']} ({other['reply_state']}): not changed — decide there"
             )
-
-
-@steps_app.command("approve")
-def steps_approve(
-    ctx: typer.Context,
-    campaign: Annotated[str, typer.Option("--campaign")],
-    lead: Annotated[str | None, typer.Option("--lead")] = None,
-    step: Annotated[int | None, typer.Option("--step", help="Step position (1-based).")] = None,
-) -> None:
-    """Approve steps that wait for a person."""
-    from replyguard.service_layer.actions import approve_steps
-
-    instance = open_app(ctx)
-    try:
-        with instance.uow() as uow:
-            count = approve_steps(uow, campaign, email=lead, position=step)
-            uow.commit()
-    except LookupError as exc:
-        fail(str(exc))
-    out.print(f"{count} steps approved")
 
 
 @app.command()
@@ -536,11 +455,23 @@ def demo(
     raise typer.Exit(run_demo(options.db or "sqlite:///demo.db", examples, outbox, out))
 
 
-from replyguard.entrypoints.cli import listen_cmd, poll_cmd, serve_cmd  # noqa: E402
+from replyguard.entrypoints.cli import (  # noqa: E402
+    campaign_cmd,
+    enroll_cmd,
+    listen_cmd,
+    mailbox_cmd,
+    poll_cmd,
+    serve_cmd,
+    steps_cmd,
+)
 
 serve_cmd.register(app)
 listen_cmd.register(app)
 poll_cmd.register(app)
+campaign_cmd.register(app)
+mailbox_cmd.register(app)
+enroll_cmd.register(app)
+steps_cmd.register(app)
 
 
 def main() -> None:
