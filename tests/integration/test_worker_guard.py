@@ -298,7 +298,7 @@ def test_postgres_a_reply_waits_for_the_send_under_way_and_sees_it_crossed(
 
 
 def test_a_transport_that_raises_does_not_stop_the_worker(app: App, clock: FixedClock) -> None:
-    emails = simple_workspace(app, 2)
+    simple_workspace(app, 2)
     clock.advance(MONDAY_10)
 
     class Raising(ScriptedTransport):
