@@ -347,7 +347,8 @@ def test_a_person_mid_sequence_is_not_enrolled_again_from_the_same_mailbox(
     assert report.skipped == [
         (
             ANN["email"],
-            "still mid-sequence in campaign 'A' from the same mailbox (enroll with --allow-parallel to send both)",
+            "still mid-sequence in campaign 'A' from the same mailbox"
+            " (enroll with --allow-parallel to send both)",
         )
     ]
     with app.uow() as uow:
