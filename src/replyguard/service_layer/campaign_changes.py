@@ -25,7 +25,7 @@ from replyguard.domain.addresses import domain_of
 from replyguard.domain.campaign_spec import CampaignSpec, CampaignSpecError, StepSpec, parse_campaign
 from replyguard.domain.message_ids import message_id_for, send_key
 from replyguard.domain.schedule import load_zone, plan_due
-from replyguard.domain.states import Actor, StepState, check_step_move
+from replyguard.domain.states import Actor, ReplyState, StepState, check_step_move
 from replyguard.service_layer.campaigns import custom_fields, find_campaign
 from replyguard.service_layer.enrollment import campaign_window, live_steps, step_wait
 from replyguard.service_layer.mailboxes import campaigns_of
@@ -33,6 +33,7 @@ from replyguard.service_layer.rendering import RenderFailed, lead_values, refres
 from replyguard.service_layer.uow import UnitOfWork
 
 _QUEUED = (StepState.SCHEDULED, StepState.AWAITING_APPROVAL)
+_SENDABLE = (ReplyState.ACTIVE, ReplyState.OUT_OF_OFFICE, ReplyState.HELD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +260,10 @@ def _update_enrollment(
             step.state = StepState.SCHEDULED
     present = {s.campaign_step_id for s in steps}
     added = [t for t in live_steps(uow, campaign.id) if t.id not in present]
-    if added:
+    lead = uow.session.get_one(m.Lead, enrollment.lead_id)
+    # A lead a person owns now (replied, stopped...) gets nothing new: only a person brings
+    # its sequence back.
+    if added and ReplyState(lead.reply_state) in _SENDABLE:
         _append(uow, campaign, enrollment, steps, added, now)
     if replan:
         _replan(uow, campaign, enrollment, steps, templates)

@@ -2,7 +2,7 @@
 
 The sequence invariants are enforced here, where a step becomes sendable:
 
-* order: a step is claimable only when the previous step of its enrollment was sent or
+* order: a step is claimable only when every earlier step of its enrollment was sent or
   skipped by a person (`LETS_NEXT_GO`). Nothing overtakes a step waiting for approval, a
   retry, a failed send or an unknown outcome, and nothing follows an email that never arrived.
 * spacing: a step goes out no sooner than its wait after the previous email really went out
@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, exists, func, select, update
 
 from replyguard.domain.schedule import SendWindow, Wait, load_zone, local_day, next_day_start, plan_due
 from replyguard.domain.states import LETS_NEXT_GO, ReplyState, StepState
@@ -41,8 +41,10 @@ from replyguard.service_layer.worker_base import (
 
 log = logging.getLogger(__name__)
 
-#: The previous step of the same enrollment (position - 1), if any.
+#: The previous step of the same enrollment (position - 1), if any: its send time for spacing.
 PREV = S.alias("prev")
+#: Any earlier step of the same enrollment: all must be sent or skipped first.
+EARLIER = S.alias("earlier")
 
 
 class ClaimMixin(WorkerBase):
@@ -85,7 +87,11 @@ class ClaimMixin(WorkerBase):
                     E.c.state == "active",
                     C.c.status == "active",
                     MB.c.status == "active",
-                    or_(PREV.c.id.is_(None), PREV.c.state.in_(list(LETS_NEXT_GO))),
+                    ~exists().where(
+                        EARLIER.c.enrollment_id == S.c.enrollment_id,
+                        EARLIER.c.position < S.c.position,
+                        EARLIER.c.state.not_in(list(LETS_NEXT_GO)),
+                    ),
                 )
                 .order_by(S.c.due_at, S.c.id)
                 .limit(limit)

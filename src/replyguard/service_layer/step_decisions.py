@@ -98,7 +98,10 @@ def resend_step(uow: UnitOfWork, campaign_name: str, email: str, position: int |
 
 
 def skip_step(uow: UnitOfWork, campaign_name: str, email: str, position: int | None = None) -> StepDecision:
-    states = (StepState.FAILED, StepState.UNKNOWN, StepState.AWAITING_APPROVAL, StepState.SCHEDULED)
+    """Skip the lead's failed (or unknown) step; with `position`, a queued step may be skipped too."""
+    states: tuple[StepState, ...] = (StepState.FAILED, StepState.UNKNOWN)
+    if position is not None:
+        states += (StepState.AWAITING_APPROVAL, StepState.SCHEDULED)
     step = find_step(uow, campaign_name, email, position, states)
     lead = uow.session.get_one(m.Lead, step.lead_id, populate_existing=True)
     skip(uow, step, why="skipped by a person")
