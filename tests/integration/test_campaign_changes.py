@@ -200,9 +200,13 @@ def test_campaign_update_of_a_shared_mailbox_setting_points_to_mailbox_set(app: 
 
     _create(app, campaign_file("A", cap=100))
     _create(app, campaign_file("B", cap=100))
-    with pytest.raises(
-        CampaignSpecError, match=r"shared with campaign.s. 'B'.*mailbox set rep@seller\.test --daily-cap 7"
-    ), app.uow() as uow:
+    with (
+        pytest.raises(
+            CampaignSpecError,
+            match=r"shared with campaign.s. 'B'.*mailbox set rep@seller\.test --daily-cap 7",
+        ),
+        app.uow() as uow,
+    ):
         plan_update(uow, campaign_file("A", cap=7))
 
 

@@ -56,12 +56,14 @@ class Behaviour(enum.StrEnum):
     MAILBOX_FULL_END = "mailbox_full_end"  # 552 5.2.2 after the final dot
     REJECT_SENDER = "reject_sender"  # 550 5.7.1 to MAIL FROM: our sender is refused
     RELAY_DENIED = "relay_denied"  # 554 5.7.1 relay access denied to RCPT TO
+    SLOW_ACCEPT = "slow_accept"  # answers MAIL FROM after `slow_delay` seconds, then accepts
 
 
 #: Behaviours after which the server holds the message: it is in `messages` and the log.
 ACCEPTING = frozenset(
     {
         Behaviour.ACCEPT,
+        Behaviour.SLOW_ACCEPT,
         Behaviour.HANG_AFTER_ACCEPT,
         Behaviour.DROP_AFTER_ACCEPT,
         Behaviour.HANG_ON_QUIT,
@@ -135,6 +137,17 @@ class _Session(SMTP):
         self.owner._sessions.discard(self)
         super().connection_lost(error)
 
+    async def _handle_client(self) -> None:
+        if self.owner.refusing:
+            # A relay that is down: it answers the connection with 421 and hangs up.
+            with self.owner._lock:
+                self.owner.refused_connections += 1
+            await self.push("421 4.3.2 Service not available (test server)")
+            assert self.transport is not None
+            self.transport.close()
+            return
+        await super()._handle_client()  # type: ignore[no-untyped-call]
+
     async def smtp_MAIL(self, arg: str | None) -> None:
         # AUTH is enforced here, not with aiosmtpd's auth_required, which warns (and so
         # fails the tests) when it is combined with AUTH over cleartext.
@@ -144,6 +157,8 @@ class _Session(SMTP):
             return
         self.behaviour = self.owner._next_behaviour()
         await asyncio.sleep(self.owner.command_delay)
+        if self.behaviour is Behaviour.SLOW_ACCEPT:
+            await asyncio.sleep(self.owner.slow_delay)
         if self.behaviour is Behaviour.REJECT_SENDER:
             await self.push("550 5.7.1 Sender address rejected: not owned by user (test server)")
             return
@@ -266,6 +281,9 @@ class SmtpTestServer:
         self.messages: list[ReceivedMessage] = []
         self.transactions: list[Behaviour] = []  # the behaviour each MAIL FROM got
         self.data_commands = 0  # DATA commands received, answered or not
+        self.refusing = False  # True: every connection gets 421 at once (a relay that is down)
+        self.slow_delay = 0.5  # seconds SLOW_ACCEPT waits before answering MAIL FROM
+        self.refused_connections = 0
         self.auth_attempts: list[tuple[str, bool]] = []  # (mechanism, success)
         self._lock = threading.Lock()
         self._sessions: set[_Session] = set()
