@@ -280,7 +280,7 @@ class Person:
         for step_id, since, campaign, email in failed:
             if now - since < timedelta(hours=6):
                 continue
-            resend = step_id % 2 == 0
+            resend = self.decisions["resent"] <= self.decisions["skipped"]  # half and half
             try:
                 with self.app.uow() as uow:
                     (resend_step if resend else skip_step)(uow, campaign, email)
