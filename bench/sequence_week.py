@@ -277,7 +277,7 @@ class Person:
                 .join(m.ContactAddress, m.ContactAddress.contact_id == m.Lead.contact_id)
                 .where(m.Step.state == StepState.FAILED, m.Lead.reply_state == ReplyState.HELD)
             ).all()
-        for step_id, since, campaign, email in failed:
+        for _step_id, since, campaign, email in failed:
             if now - since < timedelta(hours=6):
                 continue
             resend = self.decisions["resent"] <= self.decisions["skipped"]  # half and half
