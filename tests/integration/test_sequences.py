@@ -407,3 +407,32 @@ def test_sqlite_a_send_refused_at_the_last_moment_is_reported_as_refused(
     with app.uow() as uow:
         kinds = uow.session.scalars(select(m.Event.kind).where(m.Event.step_id.is_not(None))).all()
     assert "send_refused" in kinds and "step_failed" not in kinds
+
+
+# ---------------------------------------------------------------- 9. templates at enrolment
+def test_defaults_and_conditionals_enrol_leads_without_the_field_and_failures_skip_them(
+    app: App, clock: FixedClock
+) -> None:
+    steps = steps_toml(
+        (
+            "0d",
+            "Hello {{ first_name | default('there') }}",
+            "{% if title %}As {{ title }}: {% endif %}hi.",
+            False,
+        ),
+        ("1d", None, "{{ first_name * 2000 }}", False),  # fine for short names, too long for long ones
+    )
+    nameless = {"email": "nameless@corp.test"}
+    titled = {"email": "cfo@corp.test", "first_name": "Bo", "title": "CFO"}
+    verbose = {"email": "long@corp.test", "first_name": "W" * 150}
+    setup(app, campaign_file("C", steps=steps), [nameless, titled, verbose])
+    report = enroll_all(app, "C")
+    assert report.enrolled == 1  # Bo
+    skipped = dict(report.skipped)
+    assert skipped["nameless@corp.test"] == "step 2 body: no value for first_name"
+    assert skipped["long@corp.test"].startswith("step 2 body: not allowed in a template:")
+    clock.advance(MONDAY_10)
+    transport = RecordingTransport(clock)
+    Worker(app, transport).run_once()
+    [sent] = transport.sent
+    assert (sent.email.subject, sent.email.body) == ("Hello Bo", "As CFO: hi.")

@@ -55,15 +55,32 @@ class _NoValue(UndefinedError):
 
 class _MissingValue(Undefined):
     """A field the lead has no value for: false in tests, replaced by `default`, and an error
-    only when printed (StrictUndefined would also refuse `{% if title %}`)."""
+    as soon as it is used as a value — printed, added, multiplied, filtered (StrictUndefined
+    would also refuse `{% if title %}`). The error names the field."""
 
     __slots__ = ()
 
-    def __str__(self) -> str:
+    def _fail_with_undefined_error(self, *args: Any, **kwargs: Any) -> NoReturn:
         if self._undefined_hint is None and self._undefined_name is not None and _is_missing_var(self):
             raise _NoValue(str(self._undefined_name))
+        super()._fail_with_undefined_error(*args, **kwargs)
+        raise AssertionError("unreachable")  # pragma: no cover - the line above raises
+
+    # Jinja binds these to the base class's method: bind them to ours.
+    __add__ = __radd__ = __sub__ = __rsub__ = _fail_with_undefined_error
+    __mul__ = __rmul__ = __div__ = __rdiv__ = _fail_with_undefined_error
+    __truediv__ = __rtruediv__ = _fail_with_undefined_error
+    __floordiv__ = __rfloordiv__ = _fail_with_undefined_error
+    __mod__ = __rmod__ = _fail_with_undefined_error
+    __pos__ = __neg__ = _fail_with_undefined_error
+    __call__ = __getitem__ = _fail_with_undefined_error
+    __lt__ = __le__ = __gt__ = __ge__ = _fail_with_undefined_error
+    __int__ = __float__ = __complex__ = _fail_with_undefined_error
+    __pow__ = __rpow__ = _fail_with_undefined_error
+
+    def __str__(self) -> str:
         self._fail_with_undefined_error()
-        return ""  # pragma: no cover - the line above always raises
+        return ""  # pragma: no cover - the line above raises
 
 
 def _is_missing_var(value: Undefined) -> bool:
