@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -59,13 +60,12 @@ class ClaimMixin(WorkerBase):
                     S.c.id,
                     S.c.lead_id,
                     S.c.mailbox_id,
+                    S.c.enrollment_id,
+                    S.c.position,
+                    S.c.campaign_step_id,
                     C.c.id.label("campaign_id"),
                     C.c.timezone.label("campaign_tz"),
                     CT.c.timezone.label("contact_tz"),
-                    PREV.c.state.label("prev_state"),
-                    PREV.c.sent_at.label("prev_sent_at"),
-                    CS.c.wait_seconds,
-                    CS.c.wait_days,
                 )
                 .select_from(
                     S.join(L, L.c.id == S.c.lead_id)
@@ -73,11 +73,6 @@ class ClaimMixin(WorkerBase):
                     .join(C, C.c.id == E.c.campaign_id)
                     .join(CT, CT.c.id == L.c.contact_id)
                     .join(MB, MB.c.id == S.c.mailbox_id)
-                    .join(CS, CS.c.id == S.c.campaign_step_id)
-                    .outerjoin(
-                        PREV,
-                        and_(PREV.c.enrollment_id == S.c.enrollment_id, PREV.c.position == S.c.position - 1),
-                    )
                 )
                 .where(
                     S.c.workspace_id == self.ws,
@@ -101,6 +96,7 @@ class ClaimMixin(WorkerBase):
             rows = conn.execute(query).all()
             if not rows:
                 return []
+            spacing = self._spacing(conn, rows)
             usage, caps = self._mailbox_usage(conn, {r.mailbox_id for r in rows}, now)
             claims: list[Claim] = []
             claim_rows: list[dict[str, Any]] = []
@@ -108,7 +104,7 @@ class ClaimMixin(WorkerBase):
             for row in rows:
                 zone = load_zone(row.contact_tz or row.campaign_tz)
                 window = self._window(conn, row.campaign_id)
-                later = self._not_before(row, now, window, zone)
+                later = self._not_before(spacing.get(row.id), now, window, zone)
                 if later is not None:
                     deferrals.append({"sid": row.id, "due": later})
                     continue
@@ -150,11 +146,33 @@ class ClaimMixin(WorkerBase):
         return claims
 
     @staticmethod
-    def _not_before(row: Any, now: datetime, window: SendWindow, zone: ZoneInfo) -> datetime | None:
+    def _spacing(conn: Connection, rows: Sequence[Any]) -> dict[int, tuple[datetime, Wait]]:
+        """For the claimed candidates (a batch, not every due step): when the previous step
+        of each really went out, and the step's wait. Steps after a skipped one have their
+        due time set by the person's skip (`step_decisions.skip`)."""
+        later = [r for r in rows if r.position > 1]
+        if not later:
+            return {}
+        found = conn.execute(
+            select(S.c.id, PREV.c.sent_at, CS.c.wait_days, CS.c.wait_seconds)
+            .select_from(
+                S.join(CS, CS.c.id == S.c.campaign_step_id).join(
+                    PREV,
+                    and_(PREV.c.enrollment_id == S.c.enrollment_id, PREV.c.position == S.c.position - 1),
+                )
+            )
+            .where(S.c.id.in_([r.id for r in later]), PREV.c.state == StepState.SENT)
+        ).all()
+        return {r.id: (r.sent_at, Wait.stored(r.wait_days, r.wait_seconds)) for r in found if r.sent_at}
+
+    @staticmethod
+    def _not_before(
+        previous: tuple[datetime, Wait] | None, now: datetime, window: SendWindow, zone: ZoneInfo
+    ) -> datetime | None:
         """None if the step may go now; otherwise when: the window's next opening, or its wait
         after the previous email really went out (the plan may have assumed it went earlier)."""
-        if row.prev_state == StepState.SENT and row.prev_sent_at is not None:
-            spaced = plan_due(row.prev_sent_at, Wait.stored(row.wait_days, row.wait_seconds), window, zone)
+        if previous is not None:
+            spaced = plan_due(previous[0], previous[1], window, zone)
             if spaced > now:
                 return spaced
         if not window.contains(now, zone):
