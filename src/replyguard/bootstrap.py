@@ -51,7 +51,7 @@ class App:
         return found
 
     def uow(self) -> UnitOfWork:
-        return UnitOfWork(self.engine, self.clock, self.workspace_id)
+        return UnitOfWork(self.engine, self.clock, self.workspace_id, self.settings)
 
     @property
     def transport(self) -> Transport:
@@ -66,10 +66,13 @@ class App:
 
     def init_database(self) -> int:
         """Migrate to the newest schema and make sure this app's workspace exists."""
-        from replyguard.adapters.db.migrate import upgrade  # Alembic and Mako: only for `init`
+        # Alembic and Mako load only for `init`, not on every command.
+        from replyguard.adapters.db.migrate import lock_for_migrations, upgrade
 
         upgrade(self.engine)
         with Session(self.engine) as session, session.begin():
+            # Concurrent inits: the first creates the workspace, the others wait here for it.
+            lock_for_migrations(session.connection())
             found = session.scalar(select(m.Workspace).where(m.Workspace.name == self.workspace))
             if found is None:
                 found = m.Workspace(

@@ -360,20 +360,39 @@ def test_bad_campaign_files_are_refused_and_nothing_is_written(ws: Workspace) ->
     assert set(known.split(", ")) == {CAMPAIGN, "Forecasting pilot"}  # nothing half-written
 
 
-def test_sandboxed_template_trick_skips_the_leads_with_a_message(ws: Workspace) -> None:
+def test_sandboxed_template_trick_is_refused_when_the_campaign_is_created(ws: Workspace) -> None:
     source = (EXAMPLES / "campaign.toml").read_text(encoding="utf-8")
     sneaky = source.replace("Q1 reporting outreach", "Sneaky", 1).replace(
         "Hi {{ first_name }},\n\nhow", "Hi {{ first_name.__class__.__mro__ }},\n\nhow", 1
     )
     assert "__mro__" in sneaky
     (ws.root / "sneaky.toml").write_text(sneaky, encoding="utf-8")
-    ws.ok("campaign", "create", "sneaky.toml")
-    result = ws.run("enroll", "--campaign", "Sneaky", now=ENROLLED_AT)
+    # Every template is tried on a sample lead first: the trick is caught before any enrollment.
+    stderr = ws.fails("campaign", "create", "sneaky.toml", code=2)
+    assert "campaign.steps[1].body: not allowed in a template" in stderr
+    assert "sample lead" in stderr
+    assert ws.run("enroll", "--campaign", "Sneaky").returncode == 1  # never created
+
+
+def test_a_template_failing_for_some_leads_skips_them_with_the_reason(ws: Workspace) -> None:
+    source = (EXAMPLES / "campaign.toml").read_text(encoding="utf-8")
+    # Fine on the sample lead; a division by zero for a company name of exactly 10 letters.
+    fragile = source.replace("Q1 reporting outreach", "Fragile", 1).replace(
+        "Hi {{ first_name }},\n\nhow", "Hi {{ first_name }} {{ 100 // (company | length - 10) }},\n\nhow", 1
+    )
+    (ws.root / "fragile.toml").write_text(fragile, encoding="utf-8")
+    ws.ok("campaign", "create", "fragile.toml")
+    # Same mailbox as the running example campaign: its leads are mid-sequence there.
+    result = ws.run("enroll", "--campaign", "Fragile", now=ENROLLED_AT)
+    assert "0 enrolled, 0 already enrolled, 8 skipped" in result.stdout
+    assert "still mid-sequence in campaign 'Q1 reporting outreach' from the same mailbox" in result.stderr
+    result = ws.run("enroll", "--campaign", "Fragile", "--allow-parallel", now=ENROLLED_AT)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
-    assert "0 enrolled, 0 already enrolled, 8 skipped" in result.stdout
-    assert "skipped priya@fernhollow.test: step 1 body:" in result.stderr
-    assert "__mro__" not in result.stdout
+    assert (
+        "skipped priya@fernhollow.test: step 1 body: cannot be rendered: ZeroDivisionError" in result.stderr
+    )
+    assert "7 enrolled, 0 already enrolled, 1 skipped" in result.stdout
 
 
 def test_bad_csv_rows_are_reported_and_good_rows_imported(ws: Workspace) -> None:

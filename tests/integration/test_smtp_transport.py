@@ -21,6 +21,7 @@ from replyguard.adapters.transports.base import Delivery, Outcome, Probe
 from replyguard.adapters.transports.maildir import MaildirTransport, NullTransport
 from replyguard.adapters.transports.smtp import SmtpSettings, SmtpTransport, wire_payload
 from replyguard.domain.outgoing import OutgoingEmail
+from replyguard.domain.smtp_answers import Blame
 from tests.support.smtp_servers import (
     ACCEPTING,
     Behaviour,
@@ -151,6 +152,10 @@ def test_probe_cannot_prove_anything_over_smtp(server: RecordingSmtpServer) -> N
         (Behaviour.REJECT_DATA, Outcome.PERMANENT, "DATA refused: 554"),
         (Behaviour.TEMPFAIL_END, Outcome.TRANSIENT, "message refused: 451"),
         (Behaviour.REJECT_END, Outcome.PERMANENT, "message refused: 550"),
+        (Behaviour.MAILBOX_FULL_RCPT, Outcome.TRANSIENT, "RCPT TO refused: 452"),
+        (Behaviour.MAILBOX_FULL_END, Outcome.TRANSIENT, "message refused: 552"),
+        (Behaviour.REJECT_SENDER, Outcome.TRANSIENT, "MAIL FROM refused: 550"),
+        (Behaviour.RELAY_DENIED, Outcome.TRANSIENT, "RCPT TO refused: 554"),
     ],
 )
 def test_refusals_are_classified_and_nothing_is_accepted(
@@ -160,8 +165,32 @@ def test_refusals_are_classified_and_nothing_is_accepted(
         delivery = transport_for(faulty).send(make_email())
         assert delivery.outcome is outcome, delivery
         assert delivery.detail.startswith(stage), delivery.detail
+        assert delivery.blame is BLAME[behaviour], delivery
         assert faulty.accepted() == []
         assert faulty.transactions == [behaviour]
+
+
+#: Whose problem each refusal is (domain/smtp_answers.py; the full table is a unit test).
+BLAME = {
+    Behaviour.TEMPFAIL_RCPT: Blame.NONE,
+    Behaviour.REJECT_RCPT: Blame.ADDRESS,  # 550 5.1.1: a hard bounce at send time
+    Behaviour.TEMPFAIL_DATA: Blame.NONE,
+    Behaviour.REJECT_DATA: Blame.NONE,
+    Behaviour.TEMPFAIL_END: Blame.NONE,
+    Behaviour.REJECT_END: Blame.NONE,
+    Behaviour.MAILBOX_FULL_RCPT: Blame.MAILBOX_FULL,
+    Behaviour.MAILBOX_FULL_END: Blame.MAILBOX_FULL,
+    Behaviour.REJECT_SENDER: Blame.SENDER,
+    Behaviour.RELAY_DENIED: Blame.SENDER,
+}
+
+
+def test_a_refusal_picked_by_recipient_overrides_the_transaction() -> None:
+    unknown = {"nobody@example.org": Behaviour.REJECT_RCPT}
+    with SmtpTestServer(by_recipient=unknown.get) as server:
+        assert transport_for(server).send(make_email(to_address="nobody@example.org")).blame is Blame.ADDRESS
+        assert transport_for(server).send(make_email()).outcome is Outcome.ACCEPTED
+        assert server.transactions == [Behaviour.REJECT_RCPT, Behaviour.ACCEPT]
 
 
 def test_named_fault_servers_default_to_their_fault() -> None:
@@ -303,6 +332,7 @@ def test_missing_credentials_are_a_configuration_problem_not_a_bounce() -> None:
         delivery = SmtpTransport(f"smtp://127.0.0.1:{authed.port}?timeout=5").send(make_email())
         assert delivery.outcome is Outcome.TRANSIENT
         assert "530" in delivery.detail
+        assert delivery.blame is Blame.SENDER  # the mailbox's problem: the worker pauses it
 
 
 def test_wrong_password_is_transient_and_never_leaks(caplog: pytest.LogCaptureFixture) -> None:
@@ -311,6 +341,7 @@ def test_wrong_password_is_transient_and_never_leaks(caplog: pytest.LogCaptureFi
         transport = transport_for(authed, user="ada", password=SECRET)
         delivery = transport.send(make_email())
         assert delivery.outcome is Outcome.TRANSIENT
+        assert delivery.blame is Blame.SENDER
         assert "535" in delivery.detail
         assert authed.accepted() == []
         assert_secret_absent(transport, [delivery], caplog)

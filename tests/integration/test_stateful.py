@@ -1,14 +1,19 @@
 """A hypothesis state machine over the reply states and the step lifecycle, on both databases.
 
 Rules: time passes, workers claim and send, workers crash at any named failpoint, claims
-expire and are recovered, replies of every kind arrive, a person approves steps. After every
-rule the invariants below are checked against the database and the transport's own log.
+expire and are recovered, replies of every kind arrive, a person approves steps; the server
+refuses (for good, for now, an unknown user, a full mailbox, our own mailbox) or loses the
+answer; a person resends or skips a failed step, resumes a held lead or a paused mailbox,
+and changes the campaign. After every rule the invariants below are checked against the
+database and the transport's own log: nothing after a reply, nothing twice, steps in order
+and spaced, nothing threaded on an email that never arrived, nothing outside the window or
+over the cap, nothing from a paused mailbox, an enrollment completed only when nothing is left.
 """
 
 from __future__ import annotations
 
 import shutil
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -23,30 +28,84 @@ from replyguard.adapters.transports.maildir import MaildirTransport
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.outgoing import OutgoingEmail
-from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.actions import approve_steps
+from replyguard.domain.smtp_answers import Blame
+from replyguard.domain.states import OPEN, IllegalTransition, ReplyKind, ReplyState
+from replyguard.service_layer.actions import approve_steps, set_lead_state
+from replyguard.service_layer.campaign_changes import apply_update
 from replyguard.service_layer.failpoints import NAMES, InjectedCrash, crash
+from replyguard.service_layer.mailboxes import resume_mailbox
+from replyguard.service_layer.step_decisions import DecisionRefused, resend_step, skip_step
 from replyguard.service_layer.worker import Worker, WorkerReport
 from tests.conftest import START, build_app
-from tests.support.scenario import campaign_toml, csv_of, enroll_all
+from tests.support.scenario import csv_of, enroll_all
+from tests.support.sequences import campaign_file, steps_toml
 
 LEADS = [f"lead{i}@corp{i}.test" for i in range(4)]
 STOPPING = {ReplyKind.HUMAN_REPLY, ReplyKind.UNSUBSCRIBE, ReplyKind.BOUNCE_HARD}
 SEND_POINTS = [n for n in NAMES if n != "inside_reply_tx"]
+REFUSALS = {
+    "for good": Delivery(Outcome.PERMANENT, "RCPT TO refused: 554 5.7.1 Access denied"),
+    "for now": Delivery(Outcome.TRANSIENT, "RCPT TO refused: 451 4.3.0 Try again later"),
+    "unknown user": Delivery(
+        Outcome.PERMANENT, "RCPT TO refused: 550 5.1.1 User unknown", blame=Blame.ADDRESS
+    ),
+    "mailbox full": Delivery(
+        Outcome.TRANSIENT, "RCPT TO refused: 452 4.2.2 Mailbox full", blame=Blame.MAILBOX_FULL
+    ),
+    "our mailbox": Delivery(
+        Outcome.TRANSIENT, "session setup refused: 535 5.7.8 Bad credentials", blame=Blame.SENDER
+    ),
+}
+MIN_WAIT = timedelta(days=1)  # the shortest wait between two steps in every campaign version
+
+
+def _campaign(*, cap: int = 5, approval_2: bool = True, wait_3: str = "2d", body_3: str = "Third.") -> str:
+    return campaign_file(
+        "C",
+        cap=cap,
+        steps=steps_toml(
+            ("0d", "Hello {{ first_name }}", "Hi {{ first_name }}, first.", False),
+            ("2d", None, "Second.", approval_2),
+            (wait_3, None, body_3, False),
+        ),
+    )
+
+
+UPDATES = {
+    "as created": _campaign(),
+    "cap 3": _campaign(cap=3),
+    "no approval": _campaign(approval_2=False),
+    "step 3 sooner": _campaign(wait_3="1d"),
+    "step 3 later, new text": _campaign(wait_3="3d", body_3="A new third, {{ first_name }}."),
+}
 
 
 class LoggingTransport:
-    """A Maildir transport that also writes, in order, every acceptance to a shared log."""
+    """A Maildir transport that also writes, in order, every acceptance to a shared log with
+    the clock's time and the threading headers. `script` holds refusals to answer first."""
 
-    def __init__(self, inner: MaildirTransport, log: list[tuple[str, str]]) -> None:
+    def __init__(self, inner: MaildirTransport, log: list[tuple[str, str]], clock: FixedClock) -> None:
         self.inner = inner
         self.log = log
+        self.clock = clock
         self.can_probe = inner.can_probe
+        self.script: list[Delivery] = []
+        self.sent: list[tuple[object, OutgoingEmail]] = []  # (clock time, email)
 
     def send(self, email: OutgoingEmail, before_commit: BeforeCommitHook | None = None) -> Delivery:
+        if self.script:
+            refusal = self.script.pop(0)
+            if refusal.outcome is not Outcome.UNKNOWN:
+                return refusal
+            delivery = self.inner.send(email, before_commit)  # it went out; the answer was lost
+            if delivery.detail == "written":
+                self.log.append(("sent", email.to_address))
+                self.sent.append((self.clock.now(), email))
+            return refusal
         delivery = self.inner.send(email, before_commit)
         if delivery.outcome is Outcome.ACCEPTED and delivery.detail == "written":
             self.log.append(("sent", email.to_address))
+            self.sent.append((self.clock.now(), email))
         return delivery
 
     def probe(self, email: OutgoingEmail) -> Probe:
@@ -67,18 +126,21 @@ class SequenceMachine(RuleBasedStateMachine):
         shutil.rmtree(outbox, ignore_errors=True)
         self.app: App = build_app(self.url, self.clock, outbox, lease=timedelta(minutes=5))
         self.log: list[tuple[str, str]] = []
-        self.transport = LoggingTransport(MaildirTransport(outbox), self.log)
+        self.transport = LoggingTransport(MaildirTransport(outbox), self.log, self.clock)
         self.app.use_transport(self.transport)
         from replyguard.domain.leads_csv import read_leads
         from replyguard.service_layer.campaigns import create_campaign
         from replyguard.service_layer.leads import import_leads
 
         with self.app.uow() as uow:
-            create_campaign(uow, campaign_toml("C", "P", cap=5, approval_last=True))
+            create_campaign(uow, UPDATES["as created"])
             import_leads(uow, "P", list(read_leads(csv_of([{"email": e, "first_name": "X"} for e in LEADS]))))
             uow.commit()
         enroll_all(self.app, "C")
         self.paused: dict[str, date] = {}
+        self.cap = 5
+        self.sends_checked = 0
+        self.mailbox_paused = False
 
     def teardown(self) -> None:
         if hasattr(self, "app"):
@@ -139,6 +201,45 @@ class SequenceMachine(RuleBasedStateMachine):
             approve_steps(uow, "C")
             uow.commit()
 
+    @rule(refusal=st.sampled_from([*REFUSALS, "answer lost"]))
+    def server_misbehaves_next(self, refusal: str) -> None:
+        if refusal == "answer lost":
+            self.transport.script.append(Delivery(Outcome.UNKNOWN, "no reply after the final dot"))
+        else:
+            self.transport.script.append(REFUSALS[refusal])
+
+    @rule(index=st.integers(0, len(LEADS) - 1), resend=st.booleans())
+    def person_decides_a_failed_step(self, index: int, resend: bool) -> None:
+        try:
+            with self.app.uow() as uow:
+                (resend_step if resend else skip_step)(uow, "C", LEADS[index])
+                uow.commit()
+        except (LookupError, DecisionRefused):
+            pass
+
+    @rule(index=st.integers(0, len(LEADS) - 1))
+    def person_resumes_a_lead(self, index: int) -> None:
+        try:
+            with self.app.uow() as uow:
+                set_lead_state(uow, LEADS[index], "P", ReplyState.ACTIVE, why="a person decided")
+                uow.commit()
+        except IllegalTransition:
+            return
+        self.log.append(("resumed", LEADS[index]))  # a person's decision lifts the stop
+        self.paused.pop(LEADS[index], None)
+
+    @rule()
+    def person_resumes_the_mailbox(self) -> None:
+        with self.app.uow() as uow:
+            resume_mailbox(uow, "rep@seller.test")
+            uow.commit()
+
+    @rule(version=st.sampled_from(sorted(UPDATES)))
+    def campaign_is_updated(self, version: str) -> None:
+        with self.app.uow() as uow:
+            apply_update(uow, UPDATES[version])
+            uow.commit()
+
     # ------------------------------------------------------------------ invariants
     @invariant()
     def no_send_after_a_stopping_reply(self) -> None:
@@ -146,8 +247,87 @@ class SequenceMachine(RuleBasedStateMachine):
         for what, email in self.log:
             if what == "stop":
                 stopped_at.add(email)
+            if what == "resumed":
+                stopped_at.discard(email)
             if what == "sent":
                 assert email not in stopped_at, f"{email} was sent to after its reply"
+
+    @invariant()
+    def steps_go_out_in_order_and_only_after_the_one_before(self) -> None:
+        """A step is sent only when every step before it was sent or skipped by a person."""
+        with self.app.uow() as uow:
+            rows = uow.session.execute(
+                select(m.Step.enrollment_id, m.Step.position, m.Step.state).order_by(
+                    m.Step.enrollment_id, m.Step.position
+                )
+            ).all()
+        by_enrollment: dict[int, list[str]] = {}
+        for enrollment_id, _position, state in rows:
+            by_enrollment.setdefault(enrollment_id, []).append(state)
+        for states in by_enrollment.values():
+            for k, state in enumerate(states):
+                if state in ("sent", "claimed", "sending", "unknown"):
+                    assert all(s in ("sent", "skipped") for s in states[:k]), states
+
+    @invariant()
+    def nothing_threads_on_an_email_that_never_arrived(self) -> None:
+        delivered: set[str] = set()
+        for _at, email in self.transport.sent:
+            for ref in (email.references or "").split():
+                assert ref in delivered, f"{email.send_key} replies to {ref}, never delivered"
+            assert email.in_reply_to is None or email.in_reply_to in delivered
+            assert email.subject.startswith("Re: ") == bool(email.in_reply_to)
+            delivered.add(email.message_id)
+
+    @invariant()
+    def follow_ups_keep_their_spacing_window_and_cap(self) -> None:
+        last: dict[str, object] = {}
+        per_day: dict[object, int] = {}
+        for at, email in self.transport.sent:
+            assert isinstance(at, datetime)
+            assert at.weekday() < 5 and 9 <= at.hour < 17, f"{email.send_key} sent at {at}"
+            previous = last.get(email.to_address)
+            if previous is not None:
+                assert isinstance(previous, datetime)
+                assert at - previous >= MIN_WAIT, f"{email.to_address}: {previous} then {at}"
+            last[email.to_address] = at
+            per_day[at.date()] = per_day.get(at.date(), 0) + 1
+        # The cap was 3 or 5 at every moment: never more than 5 on one day.
+        assert all(n <= 5 for n in per_day.values()), per_day
+
+    @invariant()
+    def enrollments_complete_only_when_nothing_is_left(self) -> None:
+        with self.app.uow() as uow:
+            rows = uow.session.execute(
+                select(m.Enrollment.id, m.Step.state)
+                .join(m.Step, m.Step.enrollment_id == m.Enrollment.id)
+                .where(m.Enrollment.state == "completed")
+            ).all()
+        assert [r for r in rows if r[1] in OPEN] == []
+
+    @invariant()
+    def a_failed_step_holds_its_lead_or_a_person_owns_it(self) -> None:
+        with self.app.uow() as uow:
+            rows = uow.session.execute(
+                select(m.Step.id, m.Lead.id, m.Lead.reply_state, m.Step.last_error)
+                .join(m.Lead, m.Lead.id == m.Step.lead_id)
+                .where(m.Step.state == "failed")
+            ).all()
+            told = set(uow.session.scalars(select(m.Event.step_id).where(m.Event.kind == "lead_held")).all())
+            decided = set(
+                uow.session.scalars(select(m.Event.lead_id).where(m.Event.kind == "lead_state_set")).all()
+            )
+        for step_id, lead_id, state, error in rows:
+            # Held for a person (told), bounced by the reply transaction, or decided by a person.
+            assert state != "active" or step_id in told or lead_id in decided, (step_id, state, error)
+
+    @invariant()
+    def a_paused_mailbox_sends_nothing(self) -> None:
+        with self.app.uow() as uow:
+            mailbox = uow.session.scalars(select(m.Mailbox)).one()
+            paused_at = mailbox.paused_at if mailbox.status == "paused" else None
+        if paused_at is not None:
+            assert all(at <= paused_at for at, _ in self.transport.sent), paused_at
 
     @invariant()
     def each_email_at_most_once(self) -> None:
@@ -181,12 +361,16 @@ class SequenceMachine(RuleBasedStateMachine):
     @invariant()
     def unknown_outcomes_are_held_or_owned_by_a_person(self) -> None:
         with self.app.uow() as uow:
-            states = uow.session.scalars(
-                select(m.Lead.reply_state)
+            rows = uow.session.execute(
+                select(m.Lead.id, m.Lead.reply_state)
                 .join(m.Step, m.Step.lead_id == m.Lead.id)
                 .where(m.Step.state == "unknown")
             ).all()
-        assert all(s != "active" for s in states)
+            decided = set(
+                uow.session.scalars(select(m.Event.lead_id).where(m.Event.kind == "lead_state_set")).all()
+            )
+        # Held, or a person took the lead back (its later steps still wait behind the unknown one).
+        assert all(state != "active" or lead_id in decided for lead_id, state in rows)
 
 
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])

@@ -22,6 +22,7 @@ import enum
 import itertools
 import json
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -51,12 +52,18 @@ class Behaviour(enum.StrEnum):
     HANG_AFTER_ACCEPT = "hang_after_accept"  # accept and record, then never answer
     DROP_AFTER_ACCEPT = "drop_after_accept"  # accept and record, then close without a reply
     HANG_ON_QUIT = "hang_on_quit"  # accept with 250, then never answer QUIT
+    MAILBOX_FULL_RCPT = "mailbox_full_rcpt"  # 452 4.2.2 to RCPT TO
+    MAILBOX_FULL_END = "mailbox_full_end"  # 552 5.2.2 after the final dot
+    REJECT_SENDER = "reject_sender"  # 550 5.7.1 to MAIL FROM: our sender is refused
+    RELAY_DENIED = "relay_denied"  # 554 5.7.1 relay access denied to RCPT TO
+    SLOW_ACCEPT = "slow_accept"  # answers MAIL FROM after `slow_delay` seconds, then accepts
 
 
 #: Behaviours after which the server holds the message: it is in `messages` and the log.
 ACCEPTING = frozenset(
     {
         Behaviour.ACCEPT,
+        Behaviour.SLOW_ACCEPT,
         Behaviour.HANG_AFTER_ACCEPT,
         Behaviour.DROP_AFTER_ACCEPT,
         Behaviour.HANG_ON_QUIT,
@@ -65,6 +72,8 @@ ACCEPTING = frozenset(
 
 #: Picks the behaviour of the n-th mail transaction (n counts from 0 per server).
 Schedule = Callable[[int], Behaviour]
+#: Picks a behaviour by recipient address at RCPT TO (None: keep the transaction's own).
+ByRecipient = Callable[[str], Behaviour | None]
 
 
 def seeded_schedule(seed: int | str, weights: Mapping[Behaviour, float]) -> Schedule:
@@ -128,6 +137,17 @@ class _Session(SMTP):
         self.owner._sessions.discard(self)
         super().connection_lost(error)
 
+    async def _handle_client(self) -> None:
+        if self.owner.refusing:
+            # A relay that is down: it answers the connection with 421 and hangs up.
+            with self.owner._lock:
+                self.owner.refused_connections += 1
+            await self.push("421 4.3.2 Service not available (test server)")
+            assert self.transport is not None
+            self.transport.close()
+            return
+        await super()._handle_client()  # type: ignore[no-untyped-call]
+
     async def smtp_MAIL(self, arg: str | None) -> None:
         # AUTH is enforced here, not with aiosmtpd's auth_required, which warns (and so
         # fails the tests) when it is combined with AUTH over cleartext.
@@ -137,14 +157,30 @@ class _Session(SMTP):
             return
         self.behaviour = self.owner._next_behaviour()
         await asyncio.sleep(self.owner.command_delay)
+        if self.behaviour is Behaviour.SLOW_ACCEPT:
+            await asyncio.sleep(self.owner.slow_delay)
+        if self.behaviour is Behaviour.REJECT_SENDER:
+            await self.push("550 5.7.1 Sender address rejected: not owned by user (test server)")
+            return
         await super().smtp_MAIL(arg)
 
     async def smtp_RCPT(self, arg: str | None) -> None:
         await asyncio.sleep(self.owner.command_delay)
+        if self.owner.by_recipient is not None:
+            found = re.search(r"<([^>]*)>", arg or "")
+            chosen = self.owner.by_recipient(found[1].lower() if found else "")
+            if chosen is not None:
+                self.behaviour = chosen
+                with self.owner._lock:
+                    self.owner.transactions[-1] = chosen
         if self.behaviour is Behaviour.TEMPFAIL_RCPT:
             await self.push("451 4.3.0 Try again later (test server)")
         elif self.behaviour is Behaviour.REJECT_RCPT:
             await self.push("550 5.1.1 No such user (test server)")
+        elif self.behaviour is Behaviour.MAILBOX_FULL_RCPT:
+            await self.push("452 4.2.2 Mailbox full (test server)")
+        elif self.behaviour is Behaviour.RELAY_DENIED:
+            await self.push("554 5.7.1 Relay access denied (test server)")
         else:
             await super().smtp_RCPT(arg)
 
@@ -182,6 +218,8 @@ class _Handler:
             return "451 4.3.0 Queue full, try later (test server)"
         if behaviour is Behaviour.REJECT_END:
             return "550 5.7.1 Content rejected (test server)"
+        if behaviour is Behaviour.MAILBOX_FULL_END:
+            return "552 5.2.2 Mailbox full (test server)"
         received = self.owner._record(server, envelope, behaviour)
         if behaviour is Behaviour.HANG_AFTER_ACCEPT:
             await asyncio.Event().wait()
@@ -214,6 +252,8 @@ class SmtpTestServer:
     `auth=(user, password)` requires AUTH; `tls=CertPair` offers STARTTLS (or, with
     `implicit_tls=True`, speaks TLS from the first byte, as for smtps://). `command_delay`
     makes a slow server: each of MAIL, RCPT and DATA waits that long before its answer.
+    `by_recipient` picks the behaviour by recipient address at RCPT TO (an unknown user,
+    a full mailbox), overriding the transaction's own.
     """
 
     default_behaviour = Behaviour.ACCEPT
@@ -228,9 +268,11 @@ class SmtpTestServer:
         tls: CertPair | None = None,
         implicit_tls: bool = False,
         command_delay: float = 0.0,
+        by_recipient: ByRecipient | None = None,
     ) -> None:
         self.behaviour = behaviour or self.default_behaviour
         self.schedule = schedule
+        self.by_recipient = by_recipient
         self.log_path = log_path
         self.auth = auth
         self.tls = tls
@@ -239,6 +281,9 @@ class SmtpTestServer:
         self.messages: list[ReceivedMessage] = []
         self.transactions: list[Behaviour] = []  # the behaviour each MAIL FROM got
         self.data_commands = 0  # DATA commands received, answered or not
+        self.refusing = False  # True: every connection gets 421 at once (a relay that is down)
+        self.slow_delay = 0.5  # seconds SLOW_ACCEPT waits before answering MAIL FROM
+        self.refused_connections = 0
         self.auth_attempts: list[tuple[str, bool]] = []  # (mechanism, success)
         self._lock = threading.Lock()
         self._sessions: set[_Session] = set()

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import time, timedelta
+from datetime import time
 from pathlib import Path
 
 import pytest
 
 from replyguard.domain.campaign_spec import CampaignSpecError, parse_campaign
+from replyguard.domain.schedule import Wait
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -48,7 +49,8 @@ def test_main_example_parses() -> None:
     assert spec.window.days == frozenset(range(5))
     assert (spec.window.start, spec.window.end) == (time(9), time(17))
     assert spec.daily_cap == 150
-    assert [s.wait for s in spec.steps] == [timedelta(0), timedelta(days=3), timedelta(days=4)]
+    assert [s.wait for s in spec.steps] == [Wait(0), Wait(3), Wait(4)]
+    assert (spec.from_name, spec.mailbox_timezone) == ("Dana Whitfield", None)
     assert [s.approval for s in spec.steps] == [False, False, True]
     assert spec.steps[0].subject == "Quick question about {{ company }}'s reporting"
     assert spec.steps[1].subject is None  # a follow-up in the same thread
@@ -99,7 +101,6 @@ def test_custom_csv_columns_are_allowed_when_known() -> None:
         (variant("daily_cap = 10", "daily_cap = 2.5"), "campaign.daily_cap: expected a whole number"),
         (variant("daily_cap = 10", 'daily_cap = "10"'), "campaign.daily_cap"),
         (variant("daily_cap = 10", "daily_cap = true"), "campaign.daily_cap"),
-        (variant("daily_cap = 10", ""), "campaign.daily_cap"),
         (variant('subject = "Hello {{ company }}"\n', ""), "campaign.steps[1].subject: missing"),
         (variant('wait = "2d"', 'wait = "two days"'), "campaign.steps[2].wait: expected a duration"),
         (variant('wait = "2d"', "wait = 2"), "campaign.steps[2].wait"),
@@ -120,6 +121,63 @@ def test_errors_name_the_field(source: str, expected: str) -> None:
     with pytest.raises(CampaignSpecError) as info:
         parse_campaign(source)
     assert expected in str(info.value)
+
+
+def test_mailbox_settings_may_be_left_out_or_stated_in_a_mailbox_table() -> None:
+    # Left out: the mailbox must already exist (the service layer says so otherwise).
+    bare = variant("daily_cap = 10", "").replace('from_name = "Dana"\n', "")
+    spec = parse_campaign(bare)
+    assert (spec.from_name, spec.daily_cap, spec.mailbox_timezone) == (None, None, None)
+    table = bare + '\n[mailbox]\nfrom_name = "Dana D."\ndaily_cap = 40\ntimezone = "Europe/Berlin"\n'
+    spec = parse_campaign(table)
+    assert (spec.from_name, spec.daily_cap, spec.mailbox_timezone) == ("Dana D.", 40, "Europe/Berlin")
+    assert parse_campaign(GOOD + "\n[mailbox]\ndaily_cap = 10\n").daily_cap == 10  # same value twice
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ("[mailbox]\ndaily_cap = 20\n", "mailbox.daily_cap: 20 differs from campaign.daily_cap 10"),
+        ('[mailbox]\nfrom_name = "Other"\n', "mailbox.from_name: 'Other' differs"),
+        ("[mailbox]\ndaily_cap = 0\n", "mailbox.daily_cap: expected a whole number"),
+        ('[mailbox]\ntimezone = "Mars/Base"\n', "mailbox.timezone"),
+        ("[mailbox]\ncap = 3\n", "mailbox: unknown key(s) cap"),
+        ('mailbox = "x"\n', "mailbox: expected a [mailbox] table"),
+    ],
+)
+def test_mailbox_table_errors(extra: str, expected: str) -> None:
+    source = GOOD + "\n" + extra if extra.startswith("[") else extra + GOOD
+    with pytest.raises(CampaignSpecError) as info:
+        parse_campaign(source)
+    assert expected in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("{{ 1 / 0 }}", "campaign.steps[2].body: cannot be rendered: ZeroDivisionError"),
+        ("{{ 'x' * 100000000 }}", "campaign.steps[2].body: not allowed in a template"),
+        (
+            "{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}",
+            "campaign.steps[2].body: the template calls itself",
+        ),
+    ],
+)
+def test_every_template_is_tried_on_a_sample_lead(body: str, expected: str) -> None:
+    with pytest.raises(CampaignSpecError) as info:
+        parse_campaign(variant('body = "Again, {{ first_name }}"', f'body = "{body}"'))
+    assert expected in str(info.value)
+    assert "sample lead" in str(info.value)
+
+
+def test_include_is_refused_when_the_file_is_read() -> None:
+    with pytest.raises(CampaignSpecError, match=r"campaign\.steps\[2\]\.body: 'include' is not allowed"):
+        parse_campaign(variant('body = "Again, {{ first_name }}"', "body = \"{% include 'x' %}\""))
+
+
+def test_a_subject_that_renders_to_a_header_injection_is_caught_on_the_sample() -> None:
+    with pytest.raises(CampaignSpecError, match=r"campaign\.steps\[1\]\.subject"):
+        parse_campaign(variant("{{ company }}", "{{ company }}{{ '\\n' }}Bcc: x@y.test"))
 
 
 def test_unknown_template_variable_names_the_variable_and_the_step() -> None:

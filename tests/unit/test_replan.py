@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from replyguard.domain.schedule import SendWindow, replan
+from replyguard.domain.schedule import SendWindow, Wait, replan
 from replyguard.domain.states import (
     Actor,
     IllegalTransition,
@@ -25,11 +25,11 @@ SAT = datetime(2026, 12, 12, 12, tzinfo=UTC)
 
 def test_replan_keeps_waits_windows_and_never_plans_before_now() -> None:
     last_sent = datetime(2026, 12, 7, 10, tzinfo=UTC)  # Monday
-    dues = replan([timedelta(days=3), timedelta(days=4)], last_sent, SAT, WINDOW, UTCZ)
+    dues = replan([Wait(days=3), Wait(days=4)], last_sent, SAT, WINDOW, UTCZ)
     assert dues[0] == datetime(2026, 12, 14, 9, tzinfo=UTC)  # Saturday -> Monday 09:00
     assert dues[1] == datetime(2026, 12, 18, 9, tzinfo=UTC)  # its own wait after the first
     recent = datetime(2026, 12, 11, 16, tzinfo=UTC)
-    assert replan([timedelta(days=3)], recent, SAT, WINDOW, UTCZ) == [datetime(2026, 12, 14, 16, tzinfo=UTC)]
+    assert replan([Wait(days=3)], recent, SAT, WINDOW, UTCZ) == [datetime(2026, 12, 14, 16, tzinfo=UTC)]
     assert replan([], last_sent, SAT, WINDOW, UTCZ) == []
 
 

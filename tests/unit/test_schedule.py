@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from replyguard.domain.schedule import (
     ScheduleError,
     SendWindow,
+    Wait,
     load_zone,
     local_day,
     next_day_start,
@@ -149,9 +150,53 @@ def test_a_window_wholly_inside_the_dst_gap_does_not_open_that_day() -> None:
 
 def test_plan_due_adds_the_wait_then_finds_the_window() -> None:
     sent = utc(2026, 12, 10, 20, 0)  # Thursday 15:00 New York
-    assert plan_due(sent, timedelta(days=1), WEEKDAYS, NY) == sent + timedelta(days=1)  # Friday 15:00
+    assert plan_due(sent, Wait.parse("1d"), WEEKDAYS, NY) == sent + timedelta(days=1)  # Friday 15:00
     # Three days later is Sunday 15:00: the step waits for Monday 09:00.
-    assert plan_due(sent, timedelta(days=3), WEEKDAYS, NY) == utc(2026, 12, 14, 14, 0)
+    assert plan_due(sent, Wait.parse("3d"), WEEKDAYS, NY) == utc(2026, 12, 14, 14, 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "days", "elapsed"),
+    [
+        ("3d", 3, timedelta(0)),
+        ("1w2d", 9, timedelta(0)),
+        ("1d4h", 1, timedelta(hours=4)),
+        ("90m", 0, timedelta(minutes=90)),
+        ("0d", 0, timedelta(0)),
+    ],
+)
+def test_a_wait_separates_calendar_days_from_elapsed_time(text: str, days: int, elapsed: timedelta) -> None:
+    wait = Wait.parse(text)
+    assert (wait.days, wait.elapsed) == (days, elapsed)
+    assert Wait.stored(wait.days, int(wait.nominal.total_seconds())) == wait
+
+
+def test_a_wait_in_days_keeps_the_local_time_across_the_spring_change() -> None:
+    # Friday 16:30 in Berlin; the clocks go forward on Sunday 2026-03-29.
+    sent = datetime(2026, 3, 27, 16, 30, tzinfo=BERLIN)
+    due = plan_due(sent, Wait.parse("3d"), WEEKDAYS, BERLIN)
+    assert due.astimezone(BERLIN) == datetime(2026, 3, 30, 16, 30, tzinfo=BERLIN)  # Monday, same time
+    # 72 hours would have been Monday 17:30, outside the window: a business day lost.
+    assert not WEEKDAYS.contains(sent.astimezone(UTC) + timedelta(hours=72), BERLIN)
+
+
+def test_a_wait_in_days_keeps_the_local_time_across_the_autumn_change() -> None:
+    sent = datetime(2026, 10, 23, 9, 15, tzinfo=BERLIN)  # Friday; clocks go back on Sunday
+    due = plan_due(sent, Wait.parse("3d"), WEEKDAYS, BERLIN)
+    assert due.astimezone(BERLIN) == datetime(2026, 10, 26, 9, 15, tzinfo=BERLIN)
+    assert due.astimezone(UTC) - sent.astimezone(UTC) == timedelta(hours=73)
+
+
+def test_hours_are_elapsed_time_even_across_a_dst_change() -> None:
+    sent = datetime(2026, 3, 28, 23, 0, tzinfo=BERLIN)
+    assert Wait.parse("4h").after(sent, BERLIN) - sent == timedelta(hours=4)
+
+
+def test_a_day_landing_in_the_dst_gap_moves_to_a_real_instant() -> None:
+    sent = datetime(2026, 3, 28, 2, 30, tzinfo=BERLIN)  # 02:30 does not exist the next day
+    got = Wait.parse("1d").after(sent, BERLIN)
+    assert got.astimezone(BERLIN).hour == 3  # resolved forward, never backwards
+    assert got > sent
 
 
 def test_next_day_start_is_local_midnight() -> None:

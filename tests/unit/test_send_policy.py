@@ -7,7 +7,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from replyguard.domain.send_policy import SendCheck, Stale, backoff, recheck
+from replyguard.domain.send_policy import (
+    Next,
+    SendCheck,
+    Stale,
+    after_refusal,
+    backoff,
+    hand_over_deferral,
+    recheck,
+)
+from replyguard.domain.smtp_answers import Blame
 from replyguard.domain.states import ReplyState, SendRefusal, StepState
 
 NOW = datetime(2026, 12, 8, 15, 0, tzinfo=UTC)
@@ -68,7 +77,11 @@ def test_a_claim_that_is_not_ours_raises_stale(check: SendCheck) -> None:
     ],
 )
 def test_each_refusal(check: SendCheck, reason: str, cancel: bool) -> None:
-    assert recheck(check, NOW) == SendRefusal(reason, cancel=cancel)
+    refusal = recheck(check, NOW)
+    assert refusal is not None
+    assert (refusal.reason, refusal.cancel) == (reason, cancel)
+    # Only a suppressed address ends the rest of the enrollment (nothing else of it can go).
+    assert refusal.ends_enrollment is (reason == "the address is suppressed")
 
 
 def test_a_cancel_request_wins_over_a_pause() -> None:
@@ -92,3 +105,63 @@ def test_backoff_doubles_up_to_the_cap() -> None:
     ]
     assert backoff(20, base, cap) == cap
     assert backoff(0, base, cap) == base
+
+
+# ---------------------------------------------------------------- after a refusal
+
+
+@pytest.mark.parametrize(
+    ("temporary", "blame", "attempts", "cancel", "soft", "expected"),
+    [
+        (True, Blame.NONE, 1, False, 0, Next.RETRY),
+        (True, Blame.NONE, 7, False, 0, Next.RETRY),
+        (True, Blame.NONE, 8, False, 0, Next.FAIL),  # retries ran out: a person decides
+        (False, Blame.NONE, 1, False, 0, Next.FAIL),
+        (False, Blame.ADDRESS, 1, False, 0, Next.HARD_BOUNCE),
+        (True, Blame.MAILBOX_FULL, 1, False, 0, Next.SOFT_BOUNCE),
+        (True, Blame.MAILBOX_FULL, 1, False, 1, Next.SOFT_BOUNCE),
+        (True, Blame.MAILBOX_FULL, 1, False, 2, Next.HARD_BOUNCE),  # the third soft bounce
+        (True, Blame.SENDER, 1, False, 0, Next.PAUSE_MAILBOX),
+        (True, Blame.SENDER, 8, False, 0, Next.PAUSE_MAILBOX),  # never the lead's fault
+        (False, Blame.ADDRESS, 1, True, 0, Next.CANCEL),  # a reply wins over a bounce
+        (True, Blame.NONE, 1, True, 0, Next.CANCEL),
+    ],
+)
+def test_after_refusal(
+    temporary: bool, blame: Blame, attempts: int, cancel: bool, soft: int, expected: Next
+) -> None:
+    got = after_refusal(
+        temporary=temporary,
+        blame=blame,
+        attempts=attempts,
+        max_attempts=8,
+        cancel_requested=cancel,
+        soft_bounces=soft,
+        soft_bounce_limit=3,
+    )
+    assert got is expected
+
+
+def test_hand_over_is_deferred_when_the_window_closed_or_the_day_changed() -> None:
+    from datetime import date
+    from zoneinfo import ZoneInfo
+
+    from replyguard.domain.schedule import SendWindow
+
+    utc = ZoneInfo("UTC")
+    window = SendWindow.parse(["mon", "tue", "wed", "thu", "fri"], "09:00", "17:00")
+    inside = datetime(2026, 12, 7, 16, 59, 59, tzinfo=UTC)
+    assert hand_over_deferral(inside, window, utc, date(2026, 12, 7), utc) is None
+    closed = datetime(2026, 12, 7, 17, 0, 0, tzinfo=UTC)
+    assert hand_over_deferral(closed, window, utc, date(2026, 12, 7), utc) == datetime(
+        2026, 12, 8, 9, 0, tzinfo=UTC
+    )
+    # Claimed on Monday (counted in Monday's cap), handed over on Tuesday: count it again.
+    tuesday = datetime(2026, 12, 8, 10, 0, tzinfo=UTC)
+    assert hand_over_deferral(tuesday, window, utc, date(2026, 12, 7), utc) == tuesday
+
+
+def test_a_paused_mailbox_waits_without_cancelling() -> None:
+    assert recheck(replace(OK, mailbox_status="paused"), NOW) == SendRefusal(
+        "the mailbox is paused", cancel=False
+    )

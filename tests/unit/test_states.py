@@ -125,6 +125,29 @@ def test_illegal_step_moves(current: StepState, target: StepState) -> None:
         check_step_move(current, target)
 
 
+@pytest.mark.parametrize(
+    ("current", "target"),
+    [
+        (S.FAILED, S.SCHEDULED),  # resend
+        (S.FAILED, S.SKIPPED),
+        (S.UNKNOWN, S.SKIPPED),
+        (S.AWAITING_APPROVAL, S.SKIPPED),
+        (S.SCHEDULED, S.SKIPPED),
+    ],
+)
+def test_person_only_step_moves(current: StepState, target: StepState) -> None:
+    with pytest.raises(IllegalTransition):
+        check_step_move(current, target)  # never by the machine
+    check_step_move(current, target, Actor.PERSON)
+
+
+def test_nothing_leaves_skipped_or_sent_even_by_a_person() -> None:
+    for state in (S.SKIPPED, S.SENT, S.CANCELLED):
+        for target in StepState:
+            with pytest.raises(IllegalTransition):
+                check_step_move(state, target, Actor.PERSON)
+
+
 def test_cancellable_and_terminal_sets() -> None:
     assert {S.AWAITING_APPROVAL, S.SCHEDULED, S.CLAIMED} == CANCELLABLE
     assert S.SENDING not in CANCELLABLE  # an in-flight send is marked, not cancelled

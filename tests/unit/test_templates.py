@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from replyguard.domain.templates import (
+    MAX_TEMPLATE_CHARS,
     STANDARD_FIELDS,
     TemplateError,
     check_variables,
@@ -84,3 +85,74 @@ def test_sandbox_refuses_attribute_tricks(source: str) -> None:
 def test_sandbox_blocks_class_access_with_an_error() -> None:
     with pytest.raises(TemplateError, match="unsafe"):
         render("{{ ''.__class__ }}", VALUES, "step 1 body")
+
+
+# ---------------------------------------------------------------- defaults, conditionals, failures
+def test_a_default_fills_a_missing_field() -> None:
+    assert render("Hi {{ first_name | default('there') }},", {}, "w") == "Hi there,"
+    assert render("Hi {{ first_name | default('there') }},", {"first_name": "  "}, "w") == "Hi there,"
+    assert render("Hi {{ first_name | default('there') }},", VALUES, "w") == "Hi Priya,"
+
+
+def test_a_conditional_may_test_a_missing_field() -> None:
+    source = "Hello{% if title %} {{ title }}{% endif %} at {{ company }}"
+    assert render(source, VALUES, "w") == "Hello at Fernhollow"
+    assert render(source, {**VALUES, "title": "CFO"}, "w") == "Hello CFO at Fernhollow"
+    assert render("{{ title if title else 'friend' }}", {}, "w") == "friend"
+
+
+def test_a_filter_on_a_missing_field_is_still_an_error() -> None:
+    with pytest.raises(TemplateError, match=r"^w: no value for title$"):
+        render("{{ title | upper }}", VALUES, "w")
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("{{ 1 / 0 }}", "ZeroDivisionError"),
+        ("{{ 2.0 ** 5000 }}", "too large"),
+        ("{{ 1e308 * 1e308 / 0 }}", "ZeroDivisionError"),
+        ("{{ (2.0 ** 99) ** 99 }}", "OverflowError"),
+        ("{{ 10 ** 1000 }}", "too large"),
+        ("{{ 'x' * 100000000 }}", "too large"),
+        ("{% for i in range(5000) %}x{% endfor %}", "range() of more than"),
+        ("{% for i in range(1000) %}{{ 'y' * 1000 }}{% endfor %}", "more than"),
+        ("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "calls itself"),
+        ("{{ '%099999999d' % 1 }}", "format width"),
+        ("{{ '{:099999999}'.format(1) }}", "format width"),
+        ("{{ 'x' | center(100000000) }}", "too large"),
+        ("{{ 'x'.ljust(100000000) }}", "too large"),
+        ("{{ company | replace('', 'y' * 9999) | replace('y', 'z' * 9999) }}", "too large"),
+        ("{{ first_name.nothing_here }}", "has no attribute"),
+    ],
+)
+def test_a_template_failing_at_render_time_is_a_template_error(source: str, message: str) -> None:
+    with pytest.raises(TemplateError, match=r"^step 2 body: ") as info:
+        render(source, VALUES, "step 2 body")
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["{% include 'other' %}", "{% extends 'base' %}", "{% import 'm' as m %}", "{% from 'm' import x %}"],
+)
+def test_a_template_may_not_reach_outside_itself(source: str) -> None:
+    with pytest.raises(TemplateError, match=r"^step 1 body: '\w+' is not allowed in an email template"):
+        check_variables(source, "step 1 body")
+    with pytest.raises(TemplateError, match="not allowed"):
+        render(source, VALUES, "step 1 body")
+
+
+def test_a_template_source_has_a_size_limit() -> None:
+    with pytest.raises(TemplateError, match="longer than"):
+        check_variables("x" * (MAX_TEMPLATE_CHARS + 1), "campaign.steps[1].body")
+
+
+def test_ordinary_arithmetic_and_formatting_still_work() -> None:
+    assert (
+        render("{{ 3 * 4 }} {{ 'ab' * 3 }} {{ 2 ** 10 }} {{ '%.1f' % 2.25 }}", {}, "w")
+        == "12 ababab 1024 2.2"
+    )
+    assert render("{{ company | center(14) }}|{{ company | truncate(5, True, '', 0) }}", VALUES, "w") == (
+        "  Fernhollow  |Fernh"
+    )

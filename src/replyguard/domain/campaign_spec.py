@@ -2,6 +2,12 @@
 
 Errors name the field (`campaign.steps[2].wait: ...`) so a person can fix the file without
 reading code. Unknown keys are errors too: a typo must not silently drop a setting.
+
+The sender name, the daily cap and the day the cap counts in belong to the *mailbox*, which
+several campaigns may share. A file states them in an optional `[mailbox]` table, or (as the
+examples do) as `from_name` and `daily_cap` in `[campaign]`; the service layer checks them
+against the mailbox (`service_layer/campaigns.py`). Every template is rendered once on a
+sample lead, so an error is reported with its step and field before any lead is enrolled.
 """
 
 from __future__ import annotations
@@ -9,7 +15,6 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from replyguard.domain.addresses import (
@@ -20,8 +25,8 @@ from replyguard.domain.addresses import (
 )
 from replyguard.domain.drafts import DRAFT_FIELDS
 from replyguard.domain.intent import Intent
-from replyguard.domain.schedule import ScheduleError, SendWindow, load_zone, parse_duration
-from replyguard.domain.templates import TemplateError, check_variables
+from replyguard.domain.schedule import ScheduleError, SendWindow, Wait, load_zone
+from replyguard.domain.templates import STANDARD_FIELDS, TemplateError, check_variables, render
 
 
 class CampaignSpecError(ValueError):
@@ -31,7 +36,7 @@ class CampaignSpecError(ValueError):
 @dataclass(frozen=True, slots=True)
 class StepSpec:
     position: int  # 1-based
-    wait: timedelta
+    wait: Wait
     subject: str | None  # None: a follow-up in the thread of the previous subject
     body: str
     approval: bool
@@ -42,17 +47,19 @@ class CampaignSpec:
     product: str
     name: str
     mailbox: str
-    from_name: str
+    from_name: str | None  # the mailbox's sender name, if this file states it
     owner: str
-    timezone: str
+    timezone: str  # the zone of leads whose own zone is unknown
     window: SendWindow
-    daily_cap: int
+    daily_cap: int | None  # the mailbox's daily cap, if this file states it
     steps: tuple[StepSpec, ...]
+    mailbox_timezone: str | None = None  # the day the mailbox's cap counts in, if stated
     #: Draft templates by intent (`[campaign.drafts]`), replacing the defaults of domain/drafts.py.
     drafts: tuple[tuple[str, str], ...] = ()
 
 
-_TOP_KEYS = {"product", "campaign"}
+_TOP_KEYS = {"product", "campaign", "mailbox"}
+_MAILBOX_KEYS = {"from_name", "daily_cap", "timezone"}
 _CAMPAIGN_KEYS = {
     "name",
     "mailbox",
@@ -108,20 +115,94 @@ def _build(data: dict[str, Any], extra_fields: set[str]) -> CampaignSpec:
     where = "campaign"
     name = _text(campaign, "name", where)
     mailbox = _field(normalize_address, campaign, "mailbox", where)
-    from_name = _text(campaign, "from_name", where)
     owner = _field(normalize_address, campaign, "owner", where)
     timezone = _field(_zone_name, campaign, "timezone", where)
-    assert product and name and from_name  # _text raises otherwise
-    check_header_value("campaign.from_name", from_name)
+    assert product and name  # _text raises otherwise
+    from_name, cap, mailbox_zone = _mailbox_settings(campaign, data.get("mailbox"))
     window = _window(campaign.get("send_window"))
-    cap = campaign.get("daily_cap")
-    if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
-        raise CampaignSpecError(f"campaign.daily_cap: expected a whole number of at least 1, got {cap!r}")
     steps = _steps(campaign.get("steps"), extra_fields)
     drafts = _drafts(campaign.get("drafts"), extra_fields)
-    return CampaignSpec(
-        product.strip(), name.strip(), mailbox, from_name, owner, timezone, window, cap, steps, drafts
+    spec = CampaignSpec(
+        product.strip(),
+        name.strip(),
+        mailbox,
+        from_name,
+        owner,
+        timezone,
+        window,
+        cap,
+        steps,
+        mailbox_zone,
+        drafts,
     )
+    trial_render(spec, extra_fields)
+    return spec
+
+
+def _mailbox_settings(campaign: dict[str, Any], table: Any) -> tuple[str | None, int | None, str | None]:
+    """The mailbox's settings this file states: `[mailbox]`, or `from_name` and `daily_cap` in
+    `[campaign]` (the older place). Saying one thing twice with two values is an error."""
+    if table is None:
+        table = {}
+    if not isinstance(table, dict):
+        raise CampaignSpecError("mailbox: expected a [mailbox] table")
+    _unknown("mailbox", table, _MAILBOX_KEYS)
+    values: dict[str, Any] = {}
+    for key, check in (("from_name", _sender_name), ("daily_cap", _cap)):
+        found = {w: d[key] for w, d in (("campaign", campaign), ("mailbox", table)) if key in d}
+        for where, value in found.items():
+            values[key] = check(f"{where}.{key}", value)
+        if len(set(map(repr, found.values()))) > 1:
+            raise CampaignSpecError(
+                f"mailbox.{key}: {found['mailbox']!r} differs from campaign.{key} {found['campaign']!r};"
+                " state it once"
+            )
+    zone = _field(_zone_name, table, "timezone", "mailbox") if "timezone" in table else None
+    return values.get("from_name"), values.get("daily_cap"), zone
+
+
+def _sender_name(where: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise CampaignSpecError(f"{where}: expected a non-empty text, got {value!r}")
+    check_header_value(where, value)
+    return value
+
+
+def _cap(where: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise CampaignSpecError(f"{where}: expected a whole number of at least 1, got {value!r}")
+    return value
+
+
+#: The sample lead every template is rendered on once when a campaign is created or changed.
+SAMPLE_LEAD: dict[str, str] = {
+    "first_name": "Alex",
+    "last_name": "Sample",
+    "full_name": "Alex Sample",
+    "company": "Example Company",
+    "title": "Head of Examples",
+    "email": "alex.sample@example.com",
+    "timezone": "UTC",
+    "owner": "owner@example.com",
+}
+
+
+def trial_render(spec: CampaignSpec, extra_fields: set[str]) -> None:
+    """Render every subject and body once on a sample lead that has every field: a template
+    that fails even then (division by zero, an output too large...) is a file error."""
+    values = {**SAMPLE_LEAD, **dict.fromkeys(extra_fields, "sample")}
+    assert set(STANDARD_FIELDS) <= set(values)
+    for step in spec.steps:
+        where = f"campaign.steps[{step.position}]"
+        for field, source in (("subject", step.subject), ("body", step.body)):
+            if source is None:
+                continue
+            try:
+                text = render(source, values, f"{where}.{field}")
+                if field == "subject":
+                    check_header_value(f"{where}.subject (rendered)", text)
+            except (TemplateError, UnsafeHeaderValue) as exc:
+                raise CampaignSpecError(f"{exc} (tried on a sample lead)") from exc
 
 
 def _drafts(raw: Any, extra_fields: set[str]) -> tuple[tuple[str, str], ...]:
@@ -183,7 +264,7 @@ def _steps(raw: Any, extra_fields: set[str]) -> tuple[StepSpec, ...]:
             raise CampaignSpecError(f"{where}: expected a table")
         _unknown(where, item, _STEP_KEYS)
         try:
-            wait = parse_duration(str(item.get("wait", "")))
+            wait = Wait.parse(str(item.get("wait", "")))
         except ScheduleError as exc:
             raise CampaignSpecError(f"{where}.wait: {exc}") from exc
         subject = _text(item, "subject", where, required=index == 1)

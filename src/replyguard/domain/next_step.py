@@ -24,6 +24,11 @@ class ThreadKind(enum.StrEnum):
     BOUNCE = "bounce_hard"  # the address bounced; the contact has another one
     PROBABLE_REPLY = "probable_reply"
     UNKNOWN_OUTCOME = "unknown_outcome"
+    #: An email of the sequence was refused for good (5xx, or retries ran out): nothing after
+    #: it goes out until a person resends it, skips it or stops the lead.
+    STEP_FAILED = "step_failed"
+    #: The lead's emails can no longer be rendered (data or campaign changed).
+    RENDER_FAILED = "render_failed"
     #: Another of our leads answered in this lead's thread: this one is held.
     THREAD_TAKEN = "thread_taken"
     #: A sender we cannot tie to the lead wrote in her thread: the lead is stopped, and what
@@ -111,6 +116,19 @@ def _main(s: Situation) -> NextStep:
         return NextStep(
             f"Away until {until:%d %b %Y}, longer than the pause limit: pause until then, or stop.",
             (f"pause_until:{until.isoformat()}", "stop"),
+        )
+    if s.kind is ThreadKind.STEP_FAILED:
+        what = f"'{s.subject}'" if s.subject else "an email of the sequence"
+        return NextStep(
+            f"{what} never reached {s.contact or 'the lead'}: resend it, skip it (the next email "
+            "then starts the thread), or stop the lead.",
+            ("resend_step", "skip_step", "stop"),
+        )
+    if s.kind is ThreadKind.RENDER_FAILED:
+        return NextStep(
+            "The emails can no longer be written for this lead: fix the lead's data or the "
+            "campaign, or skip the step, or stop.",
+            ("skip_step", "stop"),
         )
     if s.kind is ThreadKind.THREAD_TAKEN:
         who = s.sender or "another of our leads"

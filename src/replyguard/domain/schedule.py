@@ -3,13 +3,18 @@
 A step is due at `previous send + wait`, moved forward to the next moment inside the campaign's
 send window in the lead's own time zone. Days outside the window are skipped; nothing is ever
 moved backwards.
+
+A wait in days or weeks counts days on the lead's calendar and keeps the local time of day:
+"3d" after Friday 16:30 is Monday 16:30 even when the clocks changed on Sunday (72 hours
+would be 15:30 or 17:30, and 17:30 lies outside a 09:00-17:00 window). Hours and minutes are
+elapsed time.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -27,6 +32,41 @@ def parse_duration(text: str) -> timedelta:
         raise ScheduleError(f"expected a duration like '3d', '4h' or '1w2d', got {text!r}")
     weeks, days, hours, minutes = (int(g) if g else 0 for g in match.groups())
     return timedelta(weeks=weeks, days=days, hours=hours, minutes=minutes)
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """How long a step waits after the previous one: whole calendar days (the local time of day
+    is kept across DST changes) plus elapsed time (hours and minutes)."""
+
+    days: int = 0
+    elapsed: timedelta = timedelta(0)
+
+    @classmethod
+    def parse(cls, text: str) -> Wait:
+        """`"3d"`, `"1w2d"`, `"1d4h"`, `"90m"`. Raise ScheduleError otherwise."""
+        total = parse_duration(text)
+        return cls(days=total.days, elapsed=total - timedelta(days=total.days))
+
+    @classmethod
+    def stored(cls, days: int, seconds: int) -> Wait:
+        """From the database: `seconds` is the whole wait, `days` how many of them are days."""
+        return cls(days=days, elapsed=timedelta(seconds=seconds - days * 86400))
+
+    @property
+    def nominal(self) -> timedelta:
+        """The wait as a plain duration (a day counted as 24 hours): for storage and display."""
+        return timedelta(days=self.days) + self.elapsed
+
+    def after(self, base: datetime, zone: ZoneInfo) -> datetime:
+        """`base` plus this wait: the same local time of day `days` later, then the elapsed part."""
+        # Elapsed time is added in UTC: Python adds a timedelta to a zoned datetime on the wall
+        # clock, which would turn "4h" across a DST change into 3 or 5 hours.
+        if not self.days:
+            return base.astimezone(UTC) + self.elapsed
+        local = base.astimezone(zone)
+        later = _local(local.date() + timedelta(days=self.days), local.time(), zone)
+        return later.astimezone(UTC) + self.elapsed
 
 
 def load_zone(name: str) -> ZoneInfo:
@@ -96,9 +136,9 @@ def _local(day: date, at: time, zone: ZoneInfo) -> datetime:
     return datetime.combine(day, at, tzinfo=zone).astimezone(ZoneInfo("UTC")).astimezone(zone)
 
 
-def plan_due(base: datetime, wait: timedelta, window: SendWindow, zone: ZoneInfo) -> datetime:
+def plan_due(base: datetime, wait: Wait, window: SendWindow, zone: ZoneInfo) -> datetime:
     """When a step whose predecessor went out at `base` (or enrollment time) becomes due."""
-    return window.next_open(base + wait, zone)
+    return window.next_open(wait.after(base, zone), zone)
 
 
 def local_day(instant: datetime, zone: ZoneInfo) -> date:
@@ -128,7 +168,7 @@ def shift_after_pause(
 
 
 def replan(
-    waits: list[timedelta], last_sent: datetime | None, now: datetime, window: SendWindow, zone: ZoneInfo
+    waits: list[Wait], last_sent: datetime | None, now: datetime, window: SendWindow, zone: ZoneInfo
 ) -> list[datetime]:
     """Due times for the remaining steps of a sequence that a person resumes at `now`.
 
@@ -140,7 +180,7 @@ def replan(
     dues: list[datetime] = []
     previous = last_sent
     for wait in waits:
-        earliest = now if previous is None else max(now, previous + wait)
+        earliest = now if previous is None else max(now, wait.after(previous, zone))
         due = window.next_open(earliest, zone)
         dues.append(due)
         previous = due

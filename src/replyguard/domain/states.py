@@ -83,19 +83,28 @@ class StepState(enum.StrEnum):
     SENDING = "sending"  # durable marker: a transport call may be in flight (outcome unknown)
     SENT = "sent"  # the transport accepted it
     CANCELLED = "cancelled"  # will never be sent
-    FAILED = "failed"  # the transport refused it permanently, or retries ran out
+    FAILED = "failed"  # refused for good or retries ran out; the lead waits for a person
     UNKNOWN = "unknown"  # a send whose outcome cannot be known; a person decides
+    SKIPPED = "skipped"  # a person decided this step will not be sent; the next one may go
 
 
 _S = StepState
 #: States from which a reply cancels a step outright.
 CANCELLABLE: frozenset[StepState] = frozenset({_S.AWAITING_APPROVAL, _S.SCHEDULED, _S.CLAIMED})
 #: States that will never change again without a person.
-TERMINAL: frozenset[StepState] = frozenset({_S.SENT, _S.CANCELLED, _S.FAILED, _S.UNKNOWN})
+TERMINAL: frozenset[StepState] = frozenset({_S.SENT, _S.CANCELLED, _S.FAILED, _S.UNKNOWN, _S.SKIPPED})
+#: The previous step of an enrollment must be in one of these before the next may be claimed:
+#: nothing follows an email that did not arrive, and nothing overtakes one still waiting.
+LETS_NEXT_GO: frozenset[StepState] = frozenset({_S.SENT, _S.SKIPPED})
+#: States that keep an enrollment open: it completes only when no step is in one of these.
+OPEN: frozenset[StepState] = frozenset(
+    {_S.AWAITING_APPROVAL, _S.SCHEDULED, _S.CLAIMED, _S.SENDING, _S.FAILED, _S.UNKNOWN}
+)
 
 _STEP_MOVES: dict[StepState, frozenset[StepState]] = {
     _S.AWAITING_APPROVAL: frozenset({_S.SCHEDULED, _S.CANCELLED}),
-    _S.SCHEDULED: frozenset({_S.CLAIMED, _S.CANCELLED, _S.SCHEDULED}),
+    # SCHEDULED -> AWAITING_APPROVAL: its content changed after a person approved it.
+    _S.SCHEDULED: frozenset({_S.CLAIMED, _S.CANCELLED, _S.SCHEDULED, _S.AWAITING_APPROVAL}),
     # A claim that expires before any send returns to SCHEDULED; a fenced marker moves it on.
     _S.CLAIMED: frozenset({_S.SENDING, _S.SCHEDULED, _S.CANCELLED}),
     # From SENDING only evidence moves a step: acceptance, a refusal before acceptance
@@ -106,23 +115,28 @@ _STEP_MOVES: dict[StepState, frozenset[StepState]] = {
     _S.FAILED: frozenset(),
     # A person who knows the email did not go out may cancel it; nobody resends it blindly.
     _S.UNKNOWN: frozenset({_S.SENT, _S.CANCELLED}),
+    _S.SKIPPED: frozenset(),
 }
-
-
-# Extra moves only a person may make (see `revivable` and docs/architecture.md, "Resume"):
-# bringing back a step a reply or a stop cancelled before it was ever handed over, and sending
-# again a step whose unknown outcome a person checked and found not sent.
+# Moves only a person may make: resend a failed step, skip a step that has not gone out,
+# bring back a step a reply or a stop cancelled before it was ever handed over (see
+# `revivable` and docs/architecture.md, "Resume"), and send again a step whose unknown outcome
+# a person checked and found not sent.
 _PERSON_STEP_MOVES: dict[StepState, frozenset[StepState]] = {
-    _S.CANCELLED: frozenset({_S.SCHEDULED, _S.AWAITING_APPROVAL}),
-    _S.UNKNOWN: frozenset({_S.SCHEDULED}),
+    _S.FAILED: frozenset({_S.SCHEDULED, _S.SKIPPED}),
+    _S.UNKNOWN: frozenset({_S.SCHEDULED, _S.SKIPPED}),
+    _S.AWAITING_APPROVAL: frozenset({_S.SKIPPED}),
+    _S.SCHEDULED: frozenset({_S.SKIPPED}),
+    # A person's resume: bring back what never left, and skip (never resend) a cancelled step
+    # that may have left, so that it does not hold back the ones after it.
+    _S.CANCELLED: frozenset({_S.SCHEDULED, _S.AWAITING_APPROVAL, _S.SKIPPED}),
 }
 
 
 def check_step_move(current: StepState, target: StepState, actor: Actor = Actor.SYSTEM) -> None:
-    moves = _STEP_MOVES[current]
+    allowed = _STEP_MOVES[current]
     if actor is Actor.PERSON:
-        moves = moves | _PERSON_STEP_MOVES.get(current, frozenset())
-    if target not in moves:
+        allowed = allowed | _PERSON_STEP_MOVES.get(current, frozenset())
+    if target not in allowed:
         raise IllegalTransition(f"a step cannot go from {current} to {target} by {actor}")
 
 
@@ -173,6 +187,8 @@ class SendRefusal:
 
     reason: str
     cancel: bool  # True: the step is cancelled; False: it goes back to wait (pause, hold)
+    #: The rest of the enrollment cannot go out either (its address is suppressed): cancel it.
+    ends_enrollment: bool = False
 
 
 class ThreadState(enum.StrEnum):

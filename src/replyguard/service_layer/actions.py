@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.states import Actor, ReplyState, StepState, check_reply_move
 from replyguard.service_layer.campaigns import find_campaign
 from replyguard.service_layer.leads import find_lead
 from replyguard.service_layer.replies import cancel_queued_steps
+from replyguard.service_layer.step_decisions import skip
 from replyguard.service_layer.uow import UnitOfWork
 
 
@@ -69,18 +70,17 @@ def set_lead_state(uow: UnitOfWork, email: str, product: str, target: ReplyState
 
 
 def resolve_unknown(uow: UnitOfWork, step_id: int, *, went_out: bool) -> None:
-    """A person who checked an unknown outcome says whether the email went out."""
+    """A person who checked an unknown outcome says whether the email went out. If it did not,
+    the step is skipped: the sequence may go on, and nothing threads on it."""
     step = uow.session.get_one(m.Step, step_id)
     if step.workspace_id != uow.workspace_id or step.state != StepState.UNKNOWN:
         raise LookupError(f"step {step_id} is not an unknown outcome in this workspace")
     uow.lock_leads([step.lead_id])
-    uow.session.execute(
-        update(m.Step)
-        .where(m.Step.id == step_id, m.Step.state == StepState.UNKNOWN)
-        .values(
-            state=StepState.SENT if went_out else StepState.CANCELLED,
-            sent_at=uow.clock.now() if went_out else None,
-            cancel_reason=None if went_out else "not sent (checked by a person)",
-        )
-    )
+    uow.session.refresh(step)
+    if step.state != StepState.UNKNOWN:
+        raise LookupError(f"step {step_id} is not an unknown outcome any more")
+    if went_out:
+        step.state, step.sent_at = StepState.SENT, uow.clock.now()
+    else:
+        skip(uow, step, why="not sent (checked by a person)")
     uow.add_event("unknown_resolved", lead_id=step.lead_id, step_id=step_id, went_out=went_out)

@@ -1,18 +1,34 @@
-"""T1 of a send: claiming due steps (SKIP LOCKED, fencing tokens, leases, windows, caps)."""
+"""T1 of a send: claiming due steps (SKIP LOCKED, fencing tokens, leases, windows, caps).
+
+The sequence invariants are enforced here, where a step becomes sendable:
+
+* order: a step is claimable only when every earlier step of its enrollment was sent or
+  skipped by a person (`LETS_NEXT_GO`). Nothing overtakes a step waiting for approval, a
+  retry, a failed send or an unknown outcome, and nothing follows an email that never arrived.
+* spacing: a step goes out no sooner than its wait after the previous email really went out
+  (after downtime, pauses, approvals and resumes too); if the plan said earlier, it is
+  deferred to that moment.
+* the send window in the lead's zone and the mailbox's daily cap (under the mailbox row lock);
+  both are checked again for each email right before it is handed over (`send_guard.py`).
+* a paused mailbox is not claimed from.
+"""
 
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
-from sqlalchemy import Connection, bindparam, func, select, update
+from sqlalchemy import Connection, and_, bindparam, exists, func, select, update
 
-from replyguard.domain.schedule import load_zone, local_day, next_day_start
-from replyguard.domain.states import ReplyState, StepState
+from replyguard.domain.schedule import SendWindow, Wait, load_zone, local_day, next_day_start, plan_due
+from replyguard.domain.states import LETS_NEXT_GO, ReplyState, StepState
 from replyguard.service_layer.worker_base import (
     _USING_SLOT,
+    CS,
     CT,
     MB,
     C,
@@ -26,9 +42,14 @@ from replyguard.service_layer.worker_base import (
 
 log = logging.getLogger(__name__)
 
+#: The previous step of the same enrollment (position - 1), if any: its send time for spacing.
+PREV = S.alias("prev")
+#: Any earlier step of the same enrollment: all must be sent or skipped first.
+EARLIER = S.alias("earlier")
+
 
 class ClaimMixin(WorkerBase):
-    """T1: claim due steps inside their send windows and under the mailboxes' daily caps."""
+    """T1: claim due steps in order, inside their send windows and under the mailboxes' caps."""
 
     def claim(self, report: WorkerReport, limit: int | None = None) -> list[Claim]:
         now = self.now()
@@ -39,6 +60,9 @@ class ClaimMixin(WorkerBase):
                     S.c.id,
                     S.c.lead_id,
                     S.c.mailbox_id,
+                    S.c.enrollment_id,
+                    S.c.position,
+                    S.c.campaign_step_id,
                     C.c.id.label("campaign_id"),
                     C.c.timezone.label("campaign_tz"),
                     CT.c.timezone.label("contact_tz"),
@@ -48,6 +72,7 @@ class ClaimMixin(WorkerBase):
                     .join(E, E.c.id == S.c.enrollment_id)
                     .join(C, C.c.id == E.c.campaign_id)
                     .join(CT, CT.c.id == L.c.contact_id)
+                    .join(MB, MB.c.id == S.c.mailbox_id)
                 )
                 .where(
                     S.c.workspace_id == self.ws,
@@ -56,6 +81,12 @@ class ClaimMixin(WorkerBase):
                     L.c.reply_state == ReplyState.ACTIVE,
                     E.c.state == "active",
                     C.c.status == "active",
+                    MB.c.status == "active",
+                    ~exists().where(
+                        EARLIER.c.enrollment_id == S.c.enrollment_id,
+                        EARLIER.c.position < S.c.position,
+                        EARLIER.c.state.not_in(list(LETS_NEXT_GO)),
+                    ),
                 )
                 .order_by(S.c.due_at, S.c.id)
                 .limit(limit)
@@ -65,6 +96,7 @@ class ClaimMixin(WorkerBase):
             rows = conn.execute(query).all()
             if not rows:
                 return []
+            spacing = self._spacing(conn, rows)
             usage, caps = self._mailbox_usage(conn, {r.mailbox_id for r in rows}, now)
             claims: list[Claim] = []
             claim_rows: list[dict[str, Any]] = []
@@ -72,8 +104,9 @@ class ClaimMixin(WorkerBase):
             for row in rows:
                 zone = load_zone(row.contact_tz or row.campaign_tz)
                 window = self._window(conn, row.campaign_id)
-                if not window.contains(now, zone):
-                    deferrals.append({"sid": row.id, "due": window.next_open(now, zone)})
+                later = self._not_before(spacing.get(row.id), now, window, zone)
+                if later is not None:
+                    deferrals.append({"sid": row.id, "due": later})
                     continue
                 day, cap, mb_zone = caps[row.mailbox_id]
                 if usage[row.mailbox_id] >= cap:
@@ -82,7 +115,9 @@ class ClaimMixin(WorkerBase):
                     deferrals.append({"sid": row.id, "due": later})
                     continue
                 usage[row.mailbox_id] += 1
-                claim = Claim(row.id, row.lead_id, uuid.uuid4().hex)
+                claim = Claim(
+                    row.id, row.lead_id, uuid.uuid4().hex, row.mailbox_id, window, zone, day, mb_zone
+                )
                 claims.append(claim)
                 claim_rows.append({"sid": claim.step_id, "tok": claim.token, "day": day})
             if deferrals:
@@ -109,6 +144,40 @@ class ClaimMixin(WorkerBase):
         report.deferred += len(deferrals)
         self.app.failpoints.hit("after_claim")
         return claims
+
+    @staticmethod
+    def _spacing(conn: Connection, rows: Sequence[Any]) -> dict[int, tuple[datetime, Wait]]:
+        """For the claimed candidates (a batch, not every due step): when the previous step
+        of each really went out, and the step's wait. Steps after a skipped one have their
+        due time set by the person's skip (`step_decisions.skip`)."""
+        later = [r for r in rows if r.position > 1]
+        if not later:
+            return {}
+        found = conn.execute(
+            select(S.c.id, PREV.c.sent_at, CS.c.wait_days, CS.c.wait_seconds)
+            .select_from(
+                S.join(CS, CS.c.id == S.c.campaign_step_id).join(
+                    PREV,
+                    and_(PREV.c.enrollment_id == S.c.enrollment_id, PREV.c.position == S.c.position - 1),
+                )
+            )
+            .where(S.c.id.in_([r.id for r in later]), PREV.c.state == StepState.SENT)
+        ).all()
+        return {r.id: (r.sent_at, Wait.stored(r.wait_days, r.wait_seconds)) for r in found if r.sent_at}
+
+    @staticmethod
+    def _not_before(
+        previous: tuple[datetime, Wait] | None, now: datetime, window: SendWindow, zone: ZoneInfo
+    ) -> datetime | None:
+        """None if the step may go now; otherwise when: the window's next opening, or its wait
+        after the previous email really went out (the plan may have assumed it went earlier)."""
+        if previous is not None:
+            spaced = plan_due(previous[0], previous[1], window, zone)
+            if spaced > now:
+                return spaced
+        if not window.contains(now, zone):
+            return window.next_open(now, zone)
+        return None
 
     def _mailbox_usage(
         self, conn: Connection, mailbox_ids: set[int], now: datetime

@@ -236,4 +236,6 @@ _HANDLERS: dict[str, Handler] = {
     "send_again": holds.send_again,
     "confirm_sender": holds.confirm_sender,
     "reject_sender": holds.reject_sender,
+    "resend_step": holds.resend_step,
+    "skip_step": holds.skip_step,
 }

@@ -10,7 +10,7 @@ from sqlalchemy import select, update
 from replyguard.adapters.db import models as m
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.states import Actor, ReplyKind, ReplyState, StepState, check_step_move
-from replyguard.service_layer import confirmations
+from replyguard.service_layer import confirmations, step_decisions
 from replyguard.service_layer.actions import resolve_unknown
 from replyguard.service_layer.decision_base import (
     DecisionError,
@@ -202,3 +202,42 @@ def _pending_confirmation(uow: UnitOfWork, thread: m.RescueThread) -> int:
     if found is None:
         raise DecisionError("no sender waits for a confirmation on this thread")
     return found
+
+
+def resend_step(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Settings) -> DecisionResult:
+    """A step that failed for good: try the same email again (`step_decisions.resend_step`)."""
+    campaign, step = _held_step(uow, thread)
+    try:
+        done = step_decisions.resend_step(uow, campaign, step.to_address, step.position)
+    except step_decisions.DecisionRefused as exc:
+        raise DecisionError(str(exc)) from exc
+    close(thread)
+    return DecisionResult(
+        thread.id, r.action, f"step {done.position} queued again; {done.note}", done.lead_state
+    )
+
+
+def skip_step(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Settings) -> DecisionResult:
+    """Go on without the failed step: the next email starts the thread if this one was its first."""
+    campaign, step = _held_step(uow, thread)
+    try:
+        done = step_decisions.skip_step(uow, campaign, step.to_address, step.position)
+    except step_decisions.DecisionRefused as exc:
+        raise DecisionError(str(exc)) from exc
+    close(thread)
+    return DecisionResult(thread.id, r.action, f"step {done.position} skipped; {done.note}", done.lead_state)
+
+
+def _held_step(uow: UnitOfWork, thread: m.RescueThread) -> tuple[str, m.Step]:
+    if thread.step_id is None:
+        raise DecisionError("this thread is not about one step")
+    step = uow.session.get_one(m.Step, thread.step_id)
+    if step.workspace_id != uow.workspace_id:
+        raise DecisionError("this thread is not about one step")
+    campaign = uow.session.scalar(
+        select(m.Campaign.name)
+        .join(m.Enrollment, m.Enrollment.campaign_id == m.Campaign.id)
+        .where(m.Enrollment.id == step.enrollment_id)
+    )
+    assert campaign is not None
+    return campaign, step

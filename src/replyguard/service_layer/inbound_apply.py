@@ -27,13 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from email.message import EmailMessage
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, select
 
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.addresses import domain_of
 from replyguard.domain.authentication import Verdict, judge
-from replyguard.domain.inbound.bounce_policy import ESCALATING_REASONS
 from replyguard.domain.inbound.classify import Classification
 from replyguard.domain.inbound.storable import storable_text
 from replyguard.domain.next_step import ThreadKind
@@ -43,11 +42,15 @@ from replyguard.service_layer import threads
 from replyguard.service_layer.confirmations import learnable, request_confirmation
 from replyguard.service_layer.effects import claim_effect, effect_key
 from replyguard.service_layer.matching import Match, match_message, recipients_of
-from replyguard.service_layer.replies import IncomingReply, hold_probable, record_reply
+from replyguard.service_layer.replies import (
+    SOFT_BOUNCE_LIMIT,
+    IncomingReply,
+    hold_probable,
+    record_reply,
+    soft_bounces_of,
+)
 from replyguard.service_layer.uow import UnitOfWork
 
-#: Soft bounces for one address before it counts as a hard bounce.
-SOFT_BOUNCE_LIMIT = 3
 _PERSON_KINDS = (ReplyKind.HUMAN_REPLY, ReplyKind.UNSUBSCRIBE)
 
 
@@ -128,7 +131,7 @@ def _record(
     # Only soft bounces that speak about the recipient add up (bounce_policy.escalates): a
     # delay, a temporary failure or a problem of OUR sending never suppresses the address.
     counts = kind is ReplyKind.BOUNCE_SOFT and c.bounce is not None and c.bounce.counts_toward_hard
-    if counts and _soft_bounces(uow, sender) + 1 >= SOFT_BOUNCE_LIMIT:
+    if counts and soft_bounces_of(uow, sender) + 1 >= SOFT_BOUNCE_LIMIT:
         kind, evidence = ReplyKind.BOUNCE_HARD, (*evidence, f"bounce:soft-repeated-{SOFT_BOUNCE_LIMIT}")
         row.kind = kind
     confirmed = match.sender_known and verdict is not Verdict.FAIL
@@ -275,22 +278,3 @@ def _hold_thread_lead(
             ),
             settings=app.settings,
         )
-
-
-def _soft_bounces(uow: UnitOfWork, address: str) -> int:
-    if not address:
-        return 0
-    return (
-        uow.session.scalar(
-            select(func.count())
-            .select_from(m.Reply)
-            .where(
-                m.Reply.workspace_id == uow.workspace_id,
-                m.Reply.kind == ReplyKind.BOUNCE_SOFT,
-                m.Reply.from_address == address.lower(),
-                # Rows from before reasons were stored (NULL) still count, as they always did.
-                or_(m.Reply.bounce_reason.is_(None), m.Reply.bounce_reason.in_(ESCALATING_REASONS)),
-            )
-        )
-        or 0
-    )

@@ -1,4 +1,10 @@
-"""Leads: importing contacts into a product, finding them by any address, and their summary."""
+"""Leads: importing contacts into a product, finding them by any address, and their summary.
+
+Every row is checked against the columns' sizes before anything is written: a value too long
+for the database is a line-numbered error for that row on every database (PostgreSQL would
+refuse it and SQLite would keep it). A re-imported contact whose data changed has its queued
+emails rendered again (`rendering.refresh_leads`), so the To header, subject and body agree.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from replyguard.domain.addresses import base_address, domain_of, normalize_addre
 from replyguard.domain.leads_csv import LeadRow, RowError
 from replyguard.domain.states import ReplyState, StepState
 from replyguard.service_layer.campaigns import get_or_create_product
+from replyguard.service_layer.rendering import refresh_leads
 from replyguard.service_layer.uow import UnitOfWork
 
 
@@ -19,11 +26,67 @@ class LeadNotFound(LookupError):
     pass
 
 
+def _length(column: Any) -> int:
+    return int(column.property.columns[0].type.length)
+
+
+def _data_of(contact: m.Contact) -> tuple[Any, ...] | None:
+    """What templates can read of a contact (None for one not yet stored)."""
+    if contact.id is None:
+        return None
+    return (
+        contact.first_name,
+        contact.last_name,
+        contact.company,
+        contact.title,
+        contact.timezone,
+        contact.owner,
+        dict(contact.fields or {}),
+    )
+
+
 @dataclass
 class ImportReport:
     created: int = 0
     updated: int = 0
     errors: list[RowError] = field(default_factory=list)
+
+
+#: The longest value each lead field may hold (the database columns' sizes).
+_LIMITS: dict[str, int] = {
+    "email": _length(m.ContactAddress.address),
+    "first_name": _length(m.Contact.first_name),
+    "last_name": _length(m.Contact.last_name),
+    "company": _length(m.Contact.company),
+    "title": _length(m.Contact.title),
+    "timezone": _length(m.Contact.timezone),
+    "owner": _length(m.Contact.owner),
+}
+#: Custom columns are stored as JSON and used in templates: a generous, finite size.
+CUSTOM_FIELD_LIMIT = 2000
+
+
+def row_problem(row: LeadRow) -> str | None:
+    """Why a parsed row cannot be stored as it is, or None."""
+    values: dict[str, str | None] = {
+        "email": row.email,
+        "first_name": row.first_name,
+        "last_name": row.last_name,
+        "company": row.company,
+        "title": row.title,
+        "timezone": row.timezone,
+        "owner": row.owner,
+    }
+    for name, value in values.items():
+        if value is not None and len(value) > _LIMITS[name]:
+            return f"column {name!r} is {len(value)} characters long; at most {_LIMITS[name]} fit"
+    for address in row.alt_emails:
+        if len(address) > _LIMITS["email"]:
+            return f"alternate address {address[:40]}... is longer than {_LIMITS['email']} characters"
+    for name, value in row.custom.items():
+        if len(value) > CUSTOM_FIELD_LIMIT:
+            return f"column {name!r} is {len(value)} characters long; at most {CUSTOM_FIELD_LIMIT} fit"
+    return None
 
 
 def import_row(uow: UnitOfWork, product: m.Product, row: LeadRow, report: ImportReport) -> None:
@@ -51,12 +114,16 @@ def import_row(uow: UnitOfWork, product: m.Product, row: LeadRow, report: Import
         contact = m.Contact(workspace_id=uow.workspace_id, created_at=now, fields={})
         uow.session.add(contact)
         report.created += 1
+    before = _data_of(contact)
     contact.first_name, contact.last_name = row.first_name, row.last_name
     contact.company, contact.title = row.company, row.title
     contact.timezone = row.timezone or contact.timezone
     contact.owner = row.owner or contact.owner
     contact.fields = {**(contact.fields or {}), **row.custom}
     uow.session.flush()
+    if before is not None and before != _data_of(contact):
+        lead_ids = list(uow.session.scalars(select(m.Lead.id).where(m.Lead.contact_id == contact.id)))
+        refresh_leads(uow, lead_ids, why="lead data changed")
     known = {address for address, _ in found}
     for address in addresses:
         if address not in known:
@@ -93,6 +160,10 @@ def import_leads(uow: UnitOfWork, product_name: str, rows: list[LeadRow | RowErr
     for row in rows:
         if isinstance(row, RowError):
             report.errors.append(row)
+            continue
+        problem = row_problem(row)
+        if problem is not None:
+            report.errors.append(RowError(row.line, f"{problem}; row skipped"))
             continue
         with uow.session.begin_nested():
             import_row(uow, product, row, report)

@@ -10,6 +10,7 @@ from sqlalchemy import Connection, and_, select, update
 
 from replyguard.adapters.transports.base import Probe
 from replyguard.domain.states import ReplyState, StepState
+from replyguard.service_layer.holds import tell_crossed_send
 from replyguard.service_layer.worker_base import (
     OUT,
     L,
@@ -96,6 +97,17 @@ class RecoveryMixin(WorkerBase):
                 update(OUT).where(OUT.c.step_id == step_id).values(status="accepted", accepted_at=now)
             )
             self._event(conn, "send_reconciled", lead_id, step_id, found="sent")
+            if cancel_requested:
+                tell_crossed_send(
+                    conn,
+                    workspace_id=self.ws,
+                    lead_id=lead_id,
+                    step_id=step_id,
+                    now=now,
+                    settings=self.app.settings,
+                )
+            enrollment_id = conn.execute(select(S.c.enrollment_id).where(S.c.id == step_id)).scalar_one()
+            self._complete_finished(conn, {enrollment_id})
         elif probe is Probe.NOT_SENT:
             state = StepState.CANCELLED if cancel_requested else StepState.SCHEDULED
             conn.execute(

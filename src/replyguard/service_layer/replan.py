@@ -14,12 +14,12 @@ campaign step needs approval is revived as awaiting approval: a person approves 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
-from replyguard.domain.schedule import load_zone, replan
+from replyguard.domain.schedule import Wait, load_zone, replan
 from replyguard.domain.states import Actor, StepState, check_step_move, revivable
 from replyguard.service_layer.enrollment import campaign_window
 from replyguard.service_layer.uow import UnitOfWork
@@ -74,6 +74,7 @@ def revive(uow: UnitOfWork, lead_id: int) -> int:
         )
     ).all()
     revived = 0
+    kept: list[m.Step] = []
     for step, approval in rows:
         ok = revivable(
             StepState(step.state),
@@ -82,6 +83,7 @@ def revive(uow: UnitOfWork, lead_id: int) -> int:
             handed_over=step.id in left or step.sent_at is not None,
         )
         if not ok:
+            kept.append(step)
             continue
         target = StepState.AWAITING_APPROVAL if approval else StepState.SCHEDULED
         check_step_move(StepState.CANCELLED, target, Actor.PERSON)
@@ -89,7 +91,28 @@ def revive(uow: UnitOfWork, lead_id: int) -> int:
         step.lease_until, step.send_day, step.updated_at = None, None, uow.clock.now()
         uow.add_event("step_revived", lead_id=lead_id, step_id=step.id, state=target)
         revived += 1
+    _skip_blockers(uow, lead_id, kept, [step for step, _ in rows if step not in kept])
     return revived
+
+
+def _skip_blockers(uow: UnitOfWork, lead_id: int, kept: list[m.Step], revived: list[m.Step]) -> None:
+    """A cancelled step that stays cancelled (it may have gone out) before a step brought back
+    would hold that step back forever (steps go out in order): the resume skips it instead.
+    Skipped is never sent; the person's decision to resume is the decision to go on without it."""
+    last_revived: dict[int, int] = {}
+    for step in revived:
+        last_revived[step.enrollment_id] = max(last_revived.get(step.enrollment_id, 0), step.position)
+    for step in kept:
+        if step.position < last_revived.get(step.enrollment_id, 0):
+            check_step_move(StepState.CANCELLED, StepState.SKIPPED, Actor.PERSON)
+            step.state, step.updated_at = StepState.SKIPPED, uow.clock.now()
+            uow.add_event(
+                "step_skipped",
+                lead_id=lead_id,
+                step_id=step.id,
+                by="person",
+                why="cancelled when it may have gone out; the resume goes on without it",
+            )
 
 
 def replan_lead(uow: UnitOfWork, lead_id: int, start: datetime) -> list[PlannedStep]:
@@ -105,7 +128,7 @@ def replan_lead(uow: UnitOfWork, lead_id: int, start: datetime) -> list[PlannedS
     ).all()
     for enrollment, campaign in enrollments:
         steps = uow.session.execute(
-            select(m.Step, m.CampaignStep.wait_seconds)
+            select(m.Step, m.CampaignStep.wait_days, m.CampaignStep.wait_seconds)
             .join(m.CampaignStep, m.CampaignStep.id == m.Step.campaign_step_id)
             .where(
                 m.Step.enrollment_id == enrollment.id,
@@ -123,9 +146,13 @@ def replan_lead(uow: UnitOfWork, lead_id: int, start: datetime) -> list[PlannedS
         )
         zone = load_zone(contact.timezone or campaign.timezone)
         dues = replan(
-            [timedelta(seconds=wait) for _, wait in steps], last_sent, start, campaign_window(campaign), zone
+            [Wait.stored(days, seconds) for _, days, seconds in steps],
+            last_sent,
+            start,
+            campaign_window(campaign),
+            zone,
         )
-        for (step, _), due in zip(steps, dues, strict=True):
+        for (step, _, _), due in zip(steps, dues, strict=True):
             step.due_at, step.updated_at = due, uow.clock.now()
             planned.append(PlannedStep(campaign.name, step.position, step.subject, due, step.state))
     if planned:

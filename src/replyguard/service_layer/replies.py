@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, or_, select, update
 
 from replyguard.adapters.db import models as m
 from replyguard.domain import reply_policy
+from replyguard.domain.inbound.bounce_policy import ESCALATING_REASONS
 from replyguard.domain.next_step import CROSSED_WINDOW, ThreadKind
 from replyguard.domain.reply_policy import ReplyEffect, Suppress
 from replyguard.domain.schedule import load_zone, shift_after_pause
@@ -35,6 +36,30 @@ from replyguard.service_layer.failpoints import Failpoints
 from replyguard.service_layer.leads import contact_addresses
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.settings import Settings
+
+#: Soft bounces of one address that count as a hard bounce (the third one is hard).
+SOFT_BOUNCE_LIMIT = 3
+
+
+def soft_bounces_of(uow: UnitOfWork, address: str) -> int:
+    """Soft bounces recorded for `address` so far that add up to a hard one, inbound or at send
+    time: only those whose reason speaks about the recipient (bounce_policy.escalates); rows
+    without a reason (send time, or recorded before reasons were stored) count."""
+    if not address:
+        return 0
+    return int(
+        uow.session.scalar(
+            select(func.count())
+            .select_from(m.Reply)
+            .where(
+                m.Reply.workspace_id == uow.workspace_id,
+                m.Reply.kind == ReplyKind.BOUNCE_SOFT,
+                m.Reply.from_address == address.lower(),
+                or_(m.Reply.bounce_reason.is_(None), m.Reply.bounce_reason.in_(ESCALATING_REASONS)),
+            )
+        )
+        or 0
+    )
 
 
 @dataclass(frozen=True, slots=True)

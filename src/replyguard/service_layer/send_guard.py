@@ -1,38 +1,38 @@
-"""T2 and T3 of a send: the re-check under the lead lock, the marker, the hand-over, the record.
+"""T2 of a send: the re-check under the lead lock, the marker, the hand-over.
 
 See `replyguard.service_layer.worker` for the phases and docs/architecture.md for the
-guarantees on each database.
+guarantees on each database. Right before each email is handed over — before the transport
+is called, and again right before its point of no return — the send window and the cap's day
+are checked again: the clock moves during a batch, and a slow server must not carry a batch
+past the window's end or into the next day's cap. T3 (the record) is `send_record.py`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, select, text, update
+from sqlalchemy import Connection, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import SQLAlchemyError
 
 from replyguard.adapters.transports.base import Delivery, Outcome
 from replyguard.domain.outgoing import OutgoingEmail
-from replyguard.domain.schedule import load_zone, plan_due
-from replyguard.domain.send_policy import SendCheck, Stale, backoff, recheck
-from replyguard.domain.states import StepState
+from replyguard.domain.send_policy import SendCheck, Stale, hand_over_deferral, recheck
+from replyguard.domain.smtp_answers import Blame
+from replyguard.domain.states import CANCELLABLE, StepState
 from replyguard.service_layer.failpoints import InjectedCrash
+from replyguard.service_layer.send_record import RecordMixin
 from replyguard.service_layer.worker_base import (
     _SEND_ROWS,
-    CS,
-    CT,
-    EV,
     OUT,
-    SPACING_TOLERANCE,
-    C,
     Claim,
     E,
-    L,
+    Handed,
     S,
-    WorkerBase,
     WorkerReport,
     _count,
 )
@@ -40,8 +40,16 @@ from replyguard.service_layer.worker_base import (
 log = logging.getLogger(__name__)
 
 
-class SendGuardMixin(WorkerBase):
-    """T2 and T3: re-check under the lead locks, mark, hand over, record."""
+class _Deferred(Exception):
+    """Raised by our own last check: the window closed or the cap's day changed meanwhile."""
+
+    def __init__(self, until: datetime) -> None:
+        super().__init__(f"not now: deferred to {until.isoformat()}")
+        self.until = until
+
+
+class SendGuardMixin(RecordMixin):
+    """T2: re-check under the lead locks, mark, hand over (then T3, `RecordMixin`)."""
 
     def send(self, claim: Claim, report: WorkerReport) -> str:
         """Guarded send of one claimed step. Returns what happened, for reports and tests."""
@@ -66,7 +74,7 @@ class SendGuardMixin(WorkerBase):
         return ordered
 
     def _batch_holding_locks(self, claims: list[Claim], results: dict[int, str]) -> None:
-        deliveries: list[tuple[Claim, Delivery]] = []
+        deliveries: list[tuple[Claim, Handed]] = []
         with self.engine.connect() as conn:
             tx = conn.begin()
             try:
@@ -85,8 +93,9 @@ class SendGuardMixin(WorkerBase):
                     self.app.failpoints.hit("before_data")
                     conn.execute(text("SELECT 1"))
 
+                paused: set[int | None] = set()
                 for claim, email in go:
-                    deliveries.append((claim, self._hand_over(email, still_locked)))
+                    deliveries.append((claim, self._deliver(claim, email, still_locked, paused)))
                     self.app.failpoints.hit("after_transport")
                 self._record_many(conn, deliveries, results)
                 self.app.failpoints.hit("before_record_commit")
@@ -112,9 +121,10 @@ class SendGuardMixin(WorkerBase):
             self.app.failpoints.hit("after_recheck")
             go = self._mark_sending_many(conn, go, results)
         self.app.failpoints.hit("after_marker")
-        deliveries: list[tuple[Claim, Delivery]] = []
+        deliveries: list[tuple[Claim, Handed]] = []
+        paused: set[int | None] = set()
         for claim, email in go:
-            deliveries.append((claim, self._hand_over(email, self._not_cancelled(claim))))
+            deliveries.append((claim, self._deliver(claim, email, self._not_cancelled(claim), paused)))
             self.app.failpoints.hit("after_transport")
         self._record_fresh(deliveries, results)
 
@@ -132,7 +142,41 @@ class SendGuardMixin(WorkerBase):
 
         return check
 
-    def _hand_over(self, email: OutgoingEmail, before_commit: Callable[[], None]) -> Delivery:
+    def _deferral(self, claim: Claim) -> datetime | None:
+        """When to try again if this email may not be handed over now (see hand_over_deferral)."""
+        if claim.window is None or claim.zone is None or claim.mailbox_zone is None:
+            return None
+        return hand_over_deferral(self.now(), claim.window, claim.zone, claim.send_day, claim.mailbox_zone)
+
+    def _deliver(
+        self, claim: Claim, email: OutgoingEmail, last_check: Callable[[], None], paused: set[int | None]
+    ) -> Handed:
+        """Hand one email over, unless its window closed, its cap's day changed, or its mailbox
+        was refused earlier in this batch; the window and the day are checked again right
+        before the transport's point of no return."""
+        if claim.mailbox_id in paused:
+            return Handed(
+                Delivery(Outcome.TRANSIENT, "the mailbox was refused earlier in this batch"),
+                deferred_to=self.now(),
+            )
+        later = self._deferral(claim)
+        if later is not None:
+            return Handed(
+                Delivery(Outcome.TRANSIENT, "not handed over: window or day changed"), deferred_to=later
+            )
+
+        def before_commit() -> None:
+            later = self._deferral(claim)
+            if later is not None:
+                raise _Deferred(later)
+            last_check()
+
+        handed = self._hand_over(email, before_commit)
+        if handed.delivery.blame is Blame.SENDER:
+            paused.add(claim.mailbox_id)
+        return handed
+
+    def _hand_over(self, email: OutgoingEmail, before_commit: Callable[[], None]) -> Handed:
         """The transport call. Transports report delivery problems as a Delivery; anything they
         raise instead is judged here so that one bad email cannot stop the worker."""
         aborted: list[BaseException] = []
@@ -145,19 +189,25 @@ class SendGuardMixin(WorkerBase):
                 raise
 
         try:
-            return self.transport.send(email, before_commit=hook)
+            delivery = self.transport.send(email, before_commit=hook)
         except InjectedCrash:
             raise
         except Exception as exc:
             if aborted:
-                # Our own last check refused (the lead lock is gone): nothing was handed over.
-                return Delivery(Outcome.TRANSIENT, f"aborted before the point of no return: {exc}")
-            if isinstance(exc, ValueError):
-                return Delivery(Outcome.PERMANENT, f"could not build the message: {exc}")
-            log.exception("step %s: transport raised", email.send_key)
-            return Delivery(Outcome.UNKNOWN, f"transport raised {exc.__class__.__name__}")
+                delivery = Delivery(Outcome.TRANSIENT, f"aborted before the point of no return: {exc}")
+            elif isinstance(exc, ValueError):
+                delivery = Delivery(Outcome.PERMANENT, f"could not build the message: {exc}")
+            else:
+                log.exception("step %s: transport raised", email.send_key)
+                delivery = Delivery(Outcome.UNKNOWN, f"transport raised {exc.__class__.__name__}")
+        if not aborted:
+            return Handed(delivery)
+        # Our own last check refused: nothing was handed over.
+        if isinstance(aborted[0], _Deferred):
+            return Handed(delivery, deferred_to=aborted[0].until)
+        return Handed(delivery, aborted=True)
 
-    def _record_fresh(self, deliveries: list[tuple[Claim, Delivery]], results: dict[int, str]) -> None:
+    def _record_fresh(self, deliveries: list[tuple[Claim, Handed]], results: dict[int, str]) -> None:
         if not deliveries:
             return
         with self.engine.connect() as conn, conn.begin():
@@ -175,6 +225,7 @@ class SendGuardMixin(WorkerBase):
         """
         now = self.now()
         leads = self._lock_leads(conn, [c.lead_id for c in claims])
+        claims = self._defer_closed(conn, claims, results)
         rows = {
             row.id: row for row in conn.execute(_SEND_ROWS.where(S.c.id.in_([c.step_id for c in claims])))
         }
@@ -192,6 +243,7 @@ class SendGuardMixin(WorkerBase):
                 enrollment_state=row.enrollment_state,
                 campaign_status=row.campaign_status,
                 address_suppressed=bool(row.suppressed),
+                mailbox_status=row.mailbox_status,
             )
             try:
                 refusal = recheck(check, now)
@@ -222,8 +274,51 @@ class SendGuardMixin(WorkerBase):
                 reason=refusal.reason,
                 cancelled=refusal.cancel,
             )
+            if refusal.ends_enrollment:
+                self._end_enrollment(conn, row.enrollment_id, refusal.reason)
             results[claim.step_id] = "refused"
         return go
+
+    def _defer_closed(self, conn: Connection, claims: list[Claim], results: dict[int, str]) -> list[Claim]:
+        """Claims whose window closed (or whose cap's day changed) since they were claimed go
+        back to the queue before any marker is written."""
+        keep = []
+        for claim in claims:
+            later = self._deferral(claim)
+            if later is None:
+                keep.append(claim)
+                continue
+            conn.execute(
+                update(S)
+                .where(
+                    S.c.id == claim.step_id, S.c.claim_token == claim.token, S.c.state == StepState.CLAIMED
+                )
+                .values(
+                    state=StepState.SCHEDULED,
+                    due_at=later,
+                    claim_token=None,
+                    lease_until=None,
+                    send_day=None,
+                    updated_at=self.now(),
+                )
+            )
+            results[claim.step_id] = "deferred"
+        return keep
+
+    def _end_enrollment(self, conn: Connection, enrollment_id: int, reason: str) -> None:
+        """Nothing more of this enrollment can go out (its address is suppressed): cancel the
+        rest of it, so that no step waits forever behind one that will never be sent."""
+        conn.execute(
+            update(S)
+            .where(S.c.enrollment_id == enrollment_id, S.c.state.in_(list(CANCELLABLE)))
+            .values(
+                state=StepState.CANCELLED, cancel_reason="refused", claim_token=None, updated_at=self.now()
+            )
+        )
+        conn.execute(
+            update(E).where(E.c.id == enrollment_id, E.c.state == "active").values(state="cancelled")
+        )
+        self._event(conn, "enrollment_ended", None, None, enrollment_id=enrollment_id, reason=reason)
 
     def _mark_sending_many(
         self, conn: Connection, go: list[tuple[Claim, OutgoingEmail]], results: dict[int, str]
@@ -248,7 +343,7 @@ class SendGuardMixin(WorkerBase):
                 .returning(S.c.id, S.c.attempts)
             ).all()
         )
-        first = [
+        handed = [
             {
                 "workspace_id": self.ws,
                 "step_id": c.step_id,
@@ -260,208 +355,25 @@ class SendGuardMixin(WorkerBase):
                 "handed_at": now,
             }
             for c, e in go
-            if marked.get(c.step_id) == 1
+            if c.step_id in marked
         ]
-        if first:
-            conn.execute(OUT.insert(), first)
-        retried = [c.step_id for c, _ in go if marked.get(c.step_id, 1) > 1]
-        if retried:  # a retry: the row was written by the first attempt's marker
-            conn.execute(update(OUT).where(OUT.c.step_id.in_(retried)).values(status="handed", handed_at=now))
+        if handed:
+            # One row per step: a retry or a person's resend updates the first attempt's row
+            # (the snapshot may have been rendered again in between).
+            insert = pg_insert(OUT) if self.postgres else sqlite_insert(OUT)
+            conn.execute(
+                insert.on_conflict_do_update(
+                    index_elements=[OUT.c.step_id],
+                    set_={
+                        "status": "handed",
+                        "handed_at": insert.excluded.handed_at,
+                        "to_address": insert.excluded.to_address,
+                        "subject": insert.excluded.subject,
+                    },
+                ),
+                handed,
+            )
         for claim, _ in go:
             if claim.step_id not in marked:
                 results[claim.step_id] = "stale"
         return [(c, e) for c, e in go if c.step_id in marked]
-
-    def _record_many(
-        self, conn: Connection, deliveries: list[tuple[Claim, Delivery]], results: dict[int, str]
-    ) -> None:
-        """Write every result, fenced on the claim tokens. Acceptances are written together."""
-        now = self.now()
-        accepted = [(c, d) for c, d in deliveries if d.outcome is Outcome.ACCEPTED]
-        for claim, delivery in deliveries:
-            if delivery.outcome is not Outcome.ACCEPTED:
-                results[claim.step_id] = self._record(conn, claim, delivery)
-        if not accepted:
-            return
-        sent = {
-            row.id: row
-            for row in conn.execute(
-                update(S)
-                .where(
-                    S.c.id.in_([c.step_id for c, _ in accepted]),
-                    S.c.claim_token.in_([c.token for c, _ in accepted]),
-                    S.c.state == StepState.SENDING,
-                )
-                .values(
-                    state=StepState.SENT,
-                    sent_at=now,
-                    crossed=S.c.cancel_requested,
-                    lease_until=None,
-                    updated_at=now,
-                    last_error=None,
-                )
-                .returning(S.c.id, S.c.enrollment_id, S.c.position, S.c.cancel_requested)
-            )
-        }
-        done = [(c, d) for c, d in accepted if c.step_id in sent]
-        for claim, delivery in accepted:
-            if claim.step_id not in sent:
-                results[claim.step_id] = self._late(conn, claim, delivery)
-        if not done:
-            return
-        conn.execute(
-            update(OUT)
-            .where(OUT.c.step_id == bindparam("sid"))
-            .values(status="accepted", accepted_at=now, transport_ref=bindparam("ref")),
-            [{"sid": c.step_id, "ref": d.ref} for c, d in done],
-        )
-        conn.execute(
-            EV.insert(),
-            [
-                {
-                    "workspace_id": self.ws,
-                    "lead_id": c.lead_id,
-                    "step_id": c.step_id,
-                    "kind": "step_sent",
-                    "at": now,
-                    "data": {"crossed": bool(sent[c.step_id].cancel_requested)},
-                }
-                for c, _ in done
-            ],
-        )
-        self._after_sent_many(
-            conn, [(sent[c.step_id].enrollment_id, sent[c.step_id].position) for c, _ in done], now
-        )
-        for claim, _ in done:
-            results[claim.step_id] = "sent"
-
-    def _record(self, conn: Connection, claim: Claim, delivery: Delivery) -> str:
-        """A result other than acceptance (those are written together by `_record_many`)."""
-        now = self.now()
-        fenced = and_(S.c.id == claim.step_id, S.c.claim_token == claim.token, S.c.state == StepState.SENDING)
-        outcome = delivery.outcome
-        assert outcome is not Outcome.ACCEPTED
-        step = conn.execute(select(S.c.attempts, S.c.cancel_requested).where(fenced)).one_or_none()
-        if step is None:
-            return self._late(conn, claim, delivery)
-        if (
-            outcome is Outcome.TRANSIENT
-            and not step.cancel_requested
-            and (step.attempts < self.app.settings.max_attempts)
-        ):
-            delay = backoff(step.attempts, self.app.settings.retry_base, self.app.settings.retry_cap)
-            conn.execute(
-                update(S)
-                .where(fenced)
-                .values(
-                    state=StepState.SCHEDULED,
-                    due_at=now + delay,
-                    claim_token=None,
-                    lease_until=None,
-                    send_day=None,
-                    last_error=delivery.detail[:2000],
-                    updated_at=now,
-                )
-            )
-            conn.execute(update(OUT).where(OUT.c.step_id == claim.step_id).values(status="not_sent"))
-            self._event(
-                conn,
-                "send_retry_scheduled",
-                claim.lead_id,
-                claim.step_id,
-                detail=delivery.detail,
-                retry_at=(now + delay).isoformat(),
-            )
-            return "retried"
-        if outcome in (Outcome.TRANSIENT, Outcome.PERMANENT):
-            state = StepState.CANCELLED if step.cancel_requested else StepState.FAILED
-            conn.execute(
-                update(S)
-                .where(fenced)
-                .values(state=state, lease_until=None, last_error=delivery.detail[:2000], updated_at=now)
-            )
-            conn.execute(update(OUT).where(OUT.c.step_id == claim.step_id).values(status="not_sent"))
-            self._event(conn, "step_failed", claim.lead_id, claim.step_id, detail=delivery.detail)
-            return "failed"
-        self._unknown(
-            conn,
-            claim.step_id,
-            claim.lead_id,
-            fenced,
-            delivery.detail,
-            hold=not step.cancel_requested,
-        )
-        return "unknown"
-
-    def _late(self, conn: Connection, claim: Claim, delivery: Delivery) -> str:
-        """The claim was taken over while we sent (lease expired): our result is not written."""
-        log.warning(
-            "step %s: result %s arrived after the claim was taken over", claim.step_id, delivery.outcome
-        )
-        self._event(
-            conn,
-            "late_result_ignored",
-            claim.lead_id,
-            claim.step_id,
-            outcome=delivery.outcome,
-            detail=delivery.detail,
-        )
-        return "stale"
-
-    def _after_sent_many(self, conn: Connection, sent: list[tuple[int, int]], now: datetime) -> None:
-        """Keep the spacing: each next step waits its `wait` after this send, not the plan.
-        An enrollment whose last step went out is completed."""
-        rows = conn.execute(
-            select(
-                S.c.id,
-                S.c.enrollment_id,
-                S.c.position,
-                S.c.due_at,
-                CS.c.wait_seconds,
-                E.c.campaign_id,
-                CT.c.timezone,
-                C.c.timezone.label("campaign_tz"),
-            )
-            .select_from(
-                S.join(CS, CS.c.id == S.c.campaign_step_id)
-                .join(E, E.c.id == S.c.enrollment_id)
-                .join(C, C.c.id == E.c.campaign_id)
-                .join(L, L.c.id == S.c.lead_id)
-                .join(CT, CT.c.id == L.c.contact_id)
-            )
-            .where(
-                # By enrollment (an index prefix); the position is picked below. A row-value
-                # IN over (enrollment, position) pairs is not planned as an index lookup.
-                S.c.enrollment_id.in_({e for e, _ in sent}),
-                S.c.state.in_([StepState.SCHEDULED, StepState.AWAITING_APPROVAL]),
-            )
-        ).all()
-        wanted = {(e, p + 1) for e, p in sent}
-        rows = [row for row in rows if (row.enrollment_id, row.position) in wanted]
-        moves = []
-        for nxt in rows:
-            due = plan_due(
-                now,
-                timedelta(seconds=nxt.wait_seconds),
-                self._window(conn, nxt.campaign_id),
-                load_zone(nxt.timezone or nxt.campaign_tz),
-            )
-            # Only a real delay moves the next step: rewriting an indexed column for a few
-            # seconds of drift would cost every send a write for no one's benefit.
-            if due > nxt.due_at + SPACING_TOLERANCE:
-                moves.append({"sid": nxt.id, "due": due})
-        if moves:
-            conn.execute(update(S).where(S.c.id == bindparam("sid")).values(due_at=bindparam("due")), moves)
-        waiting = {nxt.enrollment_id for nxt in rows}
-        for enrollment_id, position in sent:
-            if enrollment_id in waiting:
-                continue
-            remaining = conn.execute(
-                select(func.count())
-                .select_from(S)
-                .where(S.c.enrollment_id == enrollment_id, S.c.position > position)
-            ).scalar_one()
-            if remaining == 0:
-                conn.execute(
-                    update(E).where(E.c.id == enrollment_id, E.c.state == "active").values(state="completed")
-                )

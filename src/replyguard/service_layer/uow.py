@@ -11,15 +11,21 @@ from sqlalchemy.orm import Session
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.clock import Clock
+from replyguard.settings import Settings
 
 
 class UnitOfWork:
     """`with app.uow() as uow: ...; uow.commit()` — leaving the block without commit rolls back."""
 
-    def __init__(self, engine: Engine, clock: Clock, workspace_id: int) -> None:
+    def __init__(
+        self, engine: Engine, clock: Clock, workspace_id: int, settings: Settings | None = None
+    ) -> None:
         self.engine = engine
         self.clock = clock
         self.workspace_id = workspace_id
+        #: What a use case deep in the service layer may need to know (pause limits, the public
+        #: URL for links in notices) without the composition root being passed down.
+        self.settings = settings or Settings()
         self.postgres = engine.dialect.name == "postgresql"
         self.session: Session
 

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, fields
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, cast
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection, Table, exists, select, update
 
 from replyguard.adapters.db import models as m
-from replyguard.adapters.transports.base import Transport
+from replyguard.adapters.transports.base import Delivery, Transport
 from replyguard.bootstrap import App
 from replyguard.domain.addresses import domain_of
 from replyguard.domain.message_ids import unsubscribe_token
-from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.schedule import SendWindow
-from replyguard.domain.states import ReplyState, StepState
+from replyguard.domain.states import OPEN, StepState
+from replyguard.service_layer.holds import hold_for_person
 
 log = logging.getLogger(__name__)
 
@@ -41,27 +42,27 @@ _SEND_ROWS = select(
     S.c.claim_token,
     S.c.cancel_requested,
     S.c.to_address,
+    S.c.to_name,
     S.c.send_key,
     S.c.message_id,
     S.c.subject,
     S.c.body,
     S.c.in_reply_to,
     S.c.references,
+    S.c.enrollment_id,
+    S.c.position,
     E.c.state.label("enrollment_state"),
     C.c.status.label("campaign_status"),
     exists()
     .where(SUP.c.workspace_id == S.c.workspace_id, SUP.c.address == S.c.to_address)
     .label("suppressed"),
-    CT.c.first_name,
-    CT.c.last_name,
     MB.c.address.label("from_address"),
     MB.c.from_name,
+    MB.c.status.label("mailbox_status"),
     WS.c.secret,
 ).select_from(
     S.join(E, E.c.id == S.c.enrollment_id)
     .join(C, C.c.id == E.c.campaign_id)
-    .join(L, L.c.id == S.c.lead_id)
-    .join(CT, CT.c.id == L.c.contact_id)
     .join(MB, MB.c.id == S.c.mailbox_id)
     .join(WS, WS.c.id == S.c.workspace_id)
 )
@@ -74,9 +75,28 @@ _USING_SLOT = [StepState.CLAIMED, StepState.SENDING, StepState.SENT, StepState.U
 
 @dataclass(frozen=True, slots=True)
 class Claim:
+    """A claimed step, and what the claim checked, so that it can be checked again for each
+    email right before it is handed over (the clock moves during a batch)."""
+
     step_id: int
     lead_id: int
     token: str
+    mailbox_id: int | None = None
+    window: SendWindow | None = None
+    zone: ZoneInfo | None = None  # the lead's
+    send_day: date | None = None  # the mailbox's day whose cap counts this email
+    mailbox_zone: ZoneInfo | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Handed:
+    """What became of one email at the hand-over: the transport's answer, or that our own last
+    check stopped it before the point of no return (`aborted`), or that it was not handed over
+    at all because its window closed or its cap's day changed (`deferred_to`)."""
+
+    delivery: Delivery
+    aborted: bool = False
+    deferred_to: datetime | None = None
 
 
 @dataclass
@@ -89,6 +109,7 @@ class WorkerReport:
     unknown: int = 0
     stale: int = 0
     deferred: int = 0
+    paused: int = 0
     recovered: int = 0
     resumed: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
@@ -102,7 +123,7 @@ class WorkerReport:
 
 
 #: Results of a send that have their own counter in WorkerReport.
-_COUNTED = frozenset({"sent", "refused", "retried", "failed", "unknown", "stale"})
+_COUNTED = frozenset({"sent", "refused", "retried", "failed", "unknown", "stale", "deferred", "paused"})
 
 
 def _count(report: WorkerReport, result: str) -> None:
@@ -166,7 +187,7 @@ class WorkerBase:
             message_id=row.message_id,
             from_name=row.from_name,
             from_address=row.from_address,
-            to_name=f"{row.first_name} {row.last_name}".strip(),
+            to_name=row.to_name,
             to_address=row.to_address,
             subject=row.subject,
             body=row.body,
@@ -180,7 +201,10 @@ class WorkerBase:
     def _unknown(
         self, conn: Connection, step_id: int, lead_id: int, where: Any, detail: str, *, hold: bool
     ) -> None:
-        """Nobody can tell whether it went out: never resend; hold the lead for a person."""
+        """Nobody can tell whether it went out: never resend; hold the lead for a person.
+
+        `hold=False` (a reply or a stop had asked to cancel the step): the lead already belongs
+        to a person and keeps its state; the step is still shown in its rescue thread."""
         now = self.now()
         conn.execute(
             update(S)
@@ -189,33 +213,27 @@ class WorkerBase:
         )
         conn.execute(update(OUT).where(OUT.c.step_id == step_id).values(status="unknown"))
         self._event(conn, "send_outcome_unknown", lead_id, step_id, detail=detail)
-        if hold:
-            held = conn.execute(
-                update(L)
-                .where(L.c.id == lead_id, L.c.reply_state == ReplyState.ACTIVE)
-                .values(
-                    reply_state=ReplyState.HELD,
-                    reply_state_updated_at=now,
-                    hold_reason="a send's outcome is unknown: check whether it reached the lead",
-                )
-            ).rowcount
-            if held:
-                self._event(conn, "lead_held", lead_id, step_id, reason="unknown send outcome")
-        # A person must check it: the step shows in the lead's rescue thread (opened if needed).
-        from replyguard.service_layer.threads import Handoff, open_thread_on
-
-        open_thread_on(
+        hold_for_person(
             conn,
             workspace_id=self.ws,
-            now=now,
             lead_id=lead_id,
-            handoff=Handoff(
-                kind=ThreadKind.UNKNOWN_OUTCOME,
-                reason=f"a send's outcome is unknown ({detail[:200]})",
-                step_id=step_id,
-                subject=conn.execute(select(S.c.subject).where(S.c.id == step_id)).scalar(),
-            ),
+            step_id=step_id,
+            now=now,
+            kind="unknown_outcome",
+            reason=f"a send's outcome is unknown ({detail[:200]}): check whether it reached the lead",
             settings=self.app.settings,
+            move=hold,
+        )
+
+    def _complete_finished(self, conn: Connection, enrollment_ids: set[int]) -> None:
+        """An enrollment completes only when none of its steps is left to send or decide."""
+        if not enrollment_ids:
+            return
+        open_steps = exists().where(S.c.enrollment_id == E.c.id, S.c.state.in_(list(OPEN)))
+        conn.execute(
+            update(E)
+            .where(E.c.id.in_(sorted(enrollment_ids)), E.c.state == "active", ~open_steps)
+            .values(state="completed")
         )
 
     def _event(

@@ -1,10 +1,20 @@
-"""Schema migrations: the only way the production schema is created (`alembic upgrade head`)."""
+"""Schema migrations: the only way the production schema is created (`alembic upgrade head`).
+
+Several processes may run `replyguard init` at once (a deploy that starts four workers). On
+PostgreSQL they take one transaction-scoped advisory lock first, so the migrations run once
+and the others then find the schema at head; DDL is transactional there, so a failed
+migration leaves nothing half-done. On SQLite the migration transaction begins with the
+write lock (BEGIN IMMEDIATE), which serializes them the same way.
+"""
 
 from __future__ import annotations
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, text
+
+#: The advisory lock key of migrations ("rgmigrat" as a number): any constant shared by all.
+MIGRATION_LOCK = 0x72676D6967726174
 
 
 def alembic_config(engine: Engine) -> Config:
@@ -14,8 +24,15 @@ def alembic_config(engine: Engine) -> Config:
     return config
 
 
+def lock_for_migrations(connection: Connection) -> None:
+    """Serialize schema changes across processes until this transaction ends (PostgreSQL)."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
     config = alembic_config(engine)
     with engine.begin() as connection:
+        lock_for_migrations(connection)
         config.attributes["connection"] = connection
         command.upgrade(config, revision)

@@ -89,6 +89,9 @@ class Product(Base):
 
 
 class Mailbox(Base):
+    """A sending identity. Its sender name, daily cap and cap day are its own, shared by every
+    campaign that sends from it (set in one place: `replyguard mailbox set`)."""
+
     __tablename__ = "mailboxes"
     __table_args__ = (UniqueConstraint("workspace_id", "address"),)
     id: Mapped[int] = mapped_column(Id, primary_key=True)
@@ -97,6 +100,11 @@ class Mailbox(Base):
     from_name: Mapped[str] = mapped_column(String(200))
     daily_cap: Mapped[int]
     timezone: Mapped[str] = mapped_column(String(64))  # the day a daily cap counts in
+    # "paused": a server refused the mailbox itself (credentials, sender, relaying): nothing is
+    # claimed from it until a person resumes it.
+    status: Mapped[str] = mapped_column(String(20), default="active")
+    paused_reason: Mapped[str | None] = mapped_column(Text)
+    paused_at: Mapped[datetime | None]
 
 
 class Campaign(Base):
@@ -112,7 +120,6 @@ class Campaign(Base):
     window_days: Mapped[str] = mapped_column(String(40))  # "mon,tue,wed"
     window_start: Mapped[str] = mapped_column(String(5))
     window_end: Mapped[str] = mapped_column(String(5))
-    daily_cap: Mapped[int]
     status: Mapped[str] = mapped_column(String(20), default="active")
     source: Mapped[str] = mapped_column(Text)  # the TOML it was created from
     created_at: Mapped[datetime]
@@ -125,10 +132,12 @@ class CampaignStep(Base):
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id"))
     position: Mapped[int]
-    wait_seconds: Mapped[int]
+    wait_seconds: Mapped[int]  # the whole wait (a day counted as 86,400 seconds)
+    wait_days: Mapped[int] = mapped_column(Integer, default=0)  # how much of it is calendar days
     subject: Mapped[str | None] = mapped_column(Text)
     body: Mapped[str] = mapped_column(Text)
     approval: Mapped[bool] = mapped_column(Boolean, default=False)
+    retired_at: Mapped[datetime | None]  # removed by `campaign update`: not for new enrollments
 
 
 class Contact(Base):
@@ -208,6 +217,9 @@ class Step(Base):
     send_key: Mapped[str] = mapped_column(String(64), unique=True)
     message_id: Mapped[str] = mapped_column(String(300), unique=True)
     to_address: Mapped[str] = mapped_column(String(320))
+    # The To name, subject and body are rendered together from one snapshot of the lead's data
+    # (at enrollment, again when the data or the campaign changes), so they always agree.
+    to_name: Mapped[str] = mapped_column(String(420), default="")
     subject: Mapped[str] = mapped_column(Text)
     # The subject without Re:/AW:/SV:... prefixes: how a reply with a changed thread is found.
     subject_key: Mapped[str] = mapped_column(String(200), index=True)

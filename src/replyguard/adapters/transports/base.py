@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from replyguard.domain.outgoing import OutgoingEmail
+from replyguard.domain.smtp_answers import Blame
 
 
 class Outcome(enum.StrEnum):
@@ -22,6 +23,9 @@ class Delivery:
     outcome: Outcome
     detail: str = ""
     ref: str | None = None  # the transport's id for the message, when it gives one
+    #: Whose problem a refusal is (domain/smtp_answers.py): the address (a hard bounce), a full
+    #: mailbox (a soft bounce), our own mailbox (pause it), or nobody in particular.
+    blame: Blame = Blame.NONE
 
 
 class Probe(enum.StrEnum):

@@ -20,6 +20,13 @@ Session-level refusals (greeting, EHLO, STARTTLS, AUTH) are TRANSIENT even when 
 5xx: they say nothing about this message, and calling them permanent would fail every
 step of every lead over one wrong password.
 
+Every refusal also says whose problem it is (`Delivery.blame`, decided by the pure
+`domain.smtp_answers.classify`): the recipient address (`550 5.1.1`: a hard bounce), a full
+mailbox (`452`, `552 5.2.2`: a soft bounce), or our own mailbox (a wrong password, a refused
+sender, relaying denied, a missing STARTTLS we require: the worker pauses the mailbox). A
+refusal classified as temporary (a full mailbox, our own mailbox) is TRANSIENT even when
+its code is 5xx.
+
 `timeout` is a budget for the whole send, from connect to the reply to the final dot (each
 wait gets what is left), so a slow server cannot hold the worker's lead lock much longer
 than it; the best-effort QUIT afterwards adds at most `quit_timeout`.
@@ -41,6 +48,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 from replyguard.adapters.transports.base import BeforeCommitHook, Delivery, Outcome, Probe
 from replyguard.domain.addresses import normalize_address
 from replyguard.domain.outgoing import OutgoingEmail, message_bytes
+from replyguard.domain.smtp_answers import Blame, Stage, classify
 
 _log = logging.getLogger(__name__)
 
@@ -162,17 +170,26 @@ def _flag(value: str, name: str, shown: str) -> bool:
 class _Stop(Exception):
     """Ends a session early with a known outcome."""
 
-    def __init__(self, outcome: Outcome, detail: str) -> None:
+    def __init__(self, outcome: Outcome, detail: str, blame: Blame = Blame.NONE) -> None:
         super().__init__(detail)
-        self.delivery = Delivery(outcome, detail)
+        self.delivery = Delivery(outcome, detail, blame=blame)
 
 
-def _refuse(stage: str, code: int, reply: bytes | str, *, session: bool = False) -> NoReturn:
-    text = reply.decode("utf-8", "replace") if isinstance(reply, bytes) else reply
+_STAGES = {"greeting": Stage.SESSION, "session setup": Stage.SESSION, "MAIL FROM": Stage.MAIL}
+_STAGES |= {"RCPT TO": Stage.RCPT, "DATA": Stage.DATA}
+
+
+def _verdict(stage: Stage, code: int, text: str) -> tuple[Outcome, Blame]:
     # 530 is "authentication required" (RFC 4954): a configuration problem, wherever it comes.
-    permanent = 500 <= code < 600 and code != 530 and not session
-    outcome = Outcome.PERMANENT if permanent else Outcome.TRANSIENT
-    raise _Stop(outcome, f"{stage} refused: {code} {text}".strip())
+    verdict = classify(stage, code, text)
+    outcome = Outcome.TRANSIENT if verdict.temporary or not 500 <= code < 600 else Outcome.PERMANENT
+    return outcome, verdict.blame
+
+
+def _refuse(stage: str, code: int, reply: bytes | str) -> NoReturn:
+    text = reply.decode("utf-8", "replace") if isinstance(reply, bytes) else reply
+    outcome, blame = _verdict(_STAGES[stage], code, text)
+    raise _Stop(outcome, f"{stage} refused: {code} {text}".strip(), blame)
 
 
 def wire_payload(data: bytes) -> bytes:
@@ -219,7 +236,7 @@ class SmtpTransport:
         finally:
             if conn is not None:
                 self._hang_up(conn, polite=polite)
-        delivery = Delivery(delivery.outcome, self._scrub(delivery.detail), delivery.ref)
+        delivery = Delivery(delivery.outcome, self._scrub(delivery.detail), delivery.ref, delivery.blame)
         _log.info(
             "smtp send %s via %s: %s (%s)",
             email.send_key,
@@ -245,7 +262,7 @@ class SmtpTransport:
             else:
                 conn = smtplib.SMTP(s.host, s.port, s.ehlo_name, timeout=s.timeout)
         except smtplib.SMTPConnectError as exc:
-            _refuse("greeting", exc.smtp_code, exc.smtp_error, session=True)
+            _refuse("greeting", exc.smtp_code, exc.smtp_error)
         except (OSError, smtplib.SMTPException) as exc:
             raise _Stop(Outcome.TRANSIENT, f"cannot connect to {s.target()}: {exc!r}") from None
         try:
@@ -267,7 +284,7 @@ class SmtpTransport:
                     _arm(conn, deadline, "EHLO")
                     conn.ehlo_or_helo_if_needed()
                 elif s.starttls == "require":
-                    raise _Stop(Outcome.TRANSIENT, "server does not offer STARTTLS (required)")
+                    raise _Stop(Outcome.TRANSIENT, "server does not offer STARTTLS (required)", Blame.SENDER)
             if s.username is None:
                 return
             encrypted = s.implicit_tls or isinstance(conn.sock, ssl.SSLSocket)
@@ -276,11 +293,12 @@ class SmtpTransport:
                     Outcome.TRANSIENT,
                     "refusing to send credentials unencrypted: the server offers no"
                     " STARTTLS (set starttls=off to allow it on a trusted network)",
+                    Blame.SENDER,
                 )
             _arm(conn, deadline, "AUTH")
             _login(conn, s.username, s.password or "")
         except smtplib.SMTPResponseException as exc:  # HELO, STARTTLS and AUTH errors
-            _refuse("session setup", exc.smtp_code, exc.smtp_error, session=True)
+            _refuse("session setup", exc.smtp_code, exc.smtp_error)
         except (OSError, smtplib.SMTPException) as exc:
             raise _Stop(Outcome.TRANSIENT, f"session setup failed: {exc!r}") from None
 
@@ -349,8 +367,8 @@ class SmtpTransport:
         if 200 <= code < 300:
             return Delivery(Outcome.ACCEPTED, f"{code} {text}", ref=text)
         if 400 <= code < 600:
-            outcome = Outcome.TRANSIENT if code < 500 else Outcome.PERMANENT
-            return Delivery(outcome, f"message refused: {code} {text}")
+            outcome, blame = _verdict(Stage.END, code, text)
+            return Delivery(outcome, f"message refused: {code} {text}", blame=blame)
         return Delivery(Outcome.UNKNOWN, f"unintelligible reply after the final dot: {code} {text}")
 
     def _hang_up(self, conn: smtplib.SMTP, *, polite: bool) -> None:
@@ -398,7 +416,7 @@ def _login(conn: smtplib.SMTP, username: str, password: str) -> None:
         conn.login(username, password)
         return
     if not conn.has_extn("auth") or "PLAIN" not in conn.esmtp_features["auth"].upper().split():
-        raise _Stop(Outcome.TRANSIENT, "non-ASCII credentials need AUTH PLAIN; server lacks it")
+        raise _Stop(Outcome.TRANSIENT, "non-ASCII credentials need AUTH PLAIN; server lacks it", Blame.SENDER)
     token = base64.b64encode(f"\0{username}\0{password}".encode()).decode("ascii")
     code, reply = conn.docmd("AUTH", f"PLAIN {token}")
     if code != 235:

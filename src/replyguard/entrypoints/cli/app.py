@@ -38,17 +38,15 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
-campaign_app = typer.Typer(no_args_is_help=True, help="Create and list campaigns.")
 leads_app = typer.Typer(no_args_is_help=True, help="Import, show, stop and resume leads.")
 reply_app = typer.Typer(no_args_is_help=True, help="Record replies by hand.")
-steps_app = typer.Typer(no_args_is_help=True, help="Approve steps that wait for a person.")
-app.add_typer(campaign_app, name="campaign")
 app.add_typer(leads_app, name="leads")
 app.add_typer(reply_app, name="reply")
-app.add_typer(steps_app, name="steps")
 
-out = Console()
-err = Console(stderr=True)
+# Markup off by default: names, subjects and reply text are user data, and a "[/]" in them
+# must print as it is. The few styled lines ask for markup and escape what they interpolate.
+out = Console(markup=False, highlight=False)
+err = Console(stderr=True, markup=False, highlight=False)
 
 
 @dataclass
@@ -75,13 +73,13 @@ class Options:
 
 def fail(message: str, code: int = errors.EXIT_PROBLEM) -> NoReturn:
     """One line on stderr, then exit: how every command reports a user error."""
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     raise typer.Exit(code)
 
 
 def warn(where: str, message: str) -> None:
     """A problem that does not stop the command (a skipped row, a kept message)."""
-    err.print(f"[yellow]{escape(where)}[/] {escape(message)}", highlight=False, soft_wrap=True)
+    err.print(f"[yellow]{escape(where)}[/] {escape(message)}", markup=True, soft_wrap=True)
 
 
 def opts(ctx: typer.Context) -> Options:
@@ -164,36 +162,9 @@ def init(ctx: typer.Context) -> None:
     """Create or migrate the database and the workspace."""
     instance = opts(ctx).app()
     workspace_id = instance.init_database()
-    out.print(f"database ready; workspace [bold]{escape(instance.workspace)}[/] (id {workspace_id})")
-
-
-@campaign_app.command("create")
-def campaign_create(ctx: typer.Context, file: Path) -> None:
-    """Create a campaign from a TOML file (see examples/campaign.toml)."""
-    from replyguard.domain.campaign_spec import CampaignSpecError
-    from replyguard.service_layer.campaigns import create_campaign
-
-    source = _read_text(file)
-    instance = open_app(ctx)
-    try:
-        with instance.uow() as uow:
-            result = create_campaign(uow, source)
-            uow.commit()
-    except CampaignSpecError as exc:
-        fail(f"{file}: {exc}", code=2)
-    verb = "created" if result.created else "already exists (identical)"
     out.print(
-        f"campaign [bold]{escape(result.name)}[/] for {escape(result.product)}: {result.steps} steps, {verb}"
+        f"database ready; workspace [bold]{escape(instance.workspace)}[/] (id {workspace_id})", markup=True
     )
-
-
-def _read_text(file: Path) -> str:
-    try:
-        return file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        fail(f"{file}: no such file", code=2)
-    except UnicodeDecodeError as exc:
-        fail(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})", code=2)
 
 
 @leads_app.command("import")
@@ -309,36 +280,6 @@ def leads_resume(
 ) -> None:
     """Return a lead to active (a person's decision; never automatic after a reply)."""
     _person_move(ctx, email, product, "active", why)
-
-
-@app.command()
-def enroll(
-    ctx: typer.Context,
-    campaign: Annotated[str, typer.Option("--campaign", help="Campaign name.")],
-    lead: Annotated[str | None, typer.Option("--lead", help="Only this lead's email.")] = None,
-) -> None:
-    """Enroll the campaign product's leads (or one) and schedule all their steps."""
-    from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
-    from replyguard.service_layer.leads import LeadNotFound
-
-    instance = open_app(ctx)
-    report = EnrollReport()
-    try:
-        with instance.uow() as uow:
-            ids = candidate_lead_ids(uow, campaign, lead)
-        with Progress(console=err, transient=True) as progress:
-            task = progress.add_task("enrolling", total=len(ids))
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                with instance.uow() as uow:
-                    enroll_leads(uow, campaign, chunk, report)
-                    uow.commit()
-                progress.advance(task, len(chunk))
-    except (LookupError, LeadNotFound) as exc:
-        fail(str(exc))
-    for address, why in report.skipped:
-        warn(f"skipped {address}:", why)
-    out.print(f"{report.enrolled} enrolled, {report.already} already enrolled, {len(report.skipped)} skipped")
 
 
 @app.command()
@@ -459,26 +400,6 @@ def reply_record(
             )
 
 
-@steps_app.command("approve")
-def steps_approve(
-    ctx: typer.Context,
-    campaign: Annotated[str, typer.Option("--campaign")],
-    lead: Annotated[str | None, typer.Option("--lead")] = None,
-    step: Annotated[int | None, typer.Option("--step", help="Step position (1-based).")] = None,
-) -> None:
-    """Approve steps that wait for a person."""
-    from replyguard.service_layer.actions import approve_steps
-
-    instance = open_app(ctx)
-    try:
-        with instance.uow() as uow:
-            count = approve_steps(uow, campaign, email=lead, position=step)
-            uow.commit()
-    except LookupError as exc:
-        fail(str(exc))
-    out.print(f"{count} steps approved")
-
-
 @app.command()
 def demo(
     ctx: typer.Context,
@@ -497,12 +418,16 @@ def demo(
 
 
 from replyguard.entrypoints.cli import (  # noqa: E402
+    campaign_cmd,
+    enroll_cmd,
     inbound_cmd,
     inspect_cmd,
     listen_cmd,
+    mailbox_cmd,
     poll_cmd,
     senders_cmd,
     serve_cmd,
+    steps_cmd,
 )
 
 inspect_cmd.register(app)
@@ -512,6 +437,10 @@ listen_cmd.register(app)
 poll_cmd.register(app)
 senders_cmd.register(app)
 inbound_cmd.register(app)
+campaign_cmd.register(app)
+mailbox_cmd.register(app)
+enroll_cmd.register(app)
+steps_cmd.register(app)
 
 from replyguard.entrypoints.cli import notify_cmd, threads_cmd  # noqa: E402
 

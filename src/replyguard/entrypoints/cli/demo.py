@@ -12,6 +12,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
@@ -40,7 +41,7 @@ def run_demo(db_url: str, examples: Path, outbox: Path, out: Console) -> int:
     # The main example first: its reply and approval are the story the demo tells.
     files = sorted(examples.glob("campaign*.toml"), key=lambda f: (f.name != "campaign.toml", f.name))
     if not files or not (examples / "leads.csv").exists():
-        out.print(f"[red]no campaign*.toml and leads.csv in {examples}[/]")
+        out.print(f"[red]no campaign*.toml and leads.csv in {escape(str(examples))}[/]", markup=True)
         return 2
     if (outbox / "new").is_dir():
         shutil.rmtree(outbox)  # a fresh demo sends into a fresh outbox
@@ -61,7 +62,11 @@ def run_demo(db_url: str, examples: Path, outbox: Path, out: Console) -> int:
         with app.uow() as uow:
             enroll_leads(uow, created.name, candidate_lead_ids(uow, created.name, None), report)
             uow.commit()
-        out.print(f"enrolled {report.enrolled} leads in [bold]{created.name}[/] ({created.product})")
+        out.print(
+            f"enrolled {report.enrolled} leads in [bold]{escape(created.name)}[/]"
+            f" ({escape(created.product)})",
+            markup=True,
+        )
     worker = Worker(app)
     replier, replier_product = "priya@fernhollow.test", campaigns[0].product
     away = "marc.keller@brightline-logistics.test"
@@ -77,7 +82,10 @@ def run_demo(db_url: str, examples: Path, outbox: Path, out: Console) -> int:
             _reply(app, replier, replier_product, ReplyKind.HUMAN_REPLY, None, out)
             _reply(app, away, replier_product, ReplyKind.OUT_OF_OFFICE, date(2026, 12, 21), out)
         sent += worker.run_once().sent
-    out.print(f"\n{sent} emails sent into [bold]{outbox}/new[/] (open any .eml with a mail client)\n")
+    out.print(
+        f"\n{sent} emails sent into [bold]{escape(str(outbox))}/new[/] (open any .eml with a mail client)\n",
+        markup=True,
+    )
     _table(app, out)
     _open_threads(app, out)
     app.close()

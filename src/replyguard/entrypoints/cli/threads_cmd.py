@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app, out
@@ -21,7 +22,8 @@ threads_app = typer.Typer(no_args_is_help=True, help="Reply Rescue: everything t
 
 ACTIONS = (
     "resume, stop, pause_until (--until), pause_others [--until], leave_others, not_a_reply, "
-    "confirm [--lead], reject, sent, not_sent, send_again [--step], confirm_sender, reject_sender, reopen"
+    "confirm [--lead], reject, sent, not_sent, send_again [--step], confirm_sender, reject_sender, "
+    "resend_step, skip_step, reopen"
 )
 
 
@@ -108,9 +110,13 @@ def threads_show(
         f"Subject: {detail['subject']}\nKind: {detail['kind']}   Intent: {detail['intent_label'] or '-'}"
     )
     if detail["crossed"]:
-        out.print("[bold red]Crossed:[/] one of our emails went out as they replied.")
+        out.print("[bold red]Crossed:[/] one of our emails went out as they replied.", markup=True)
     for item in detail["conversation"]:
-        out.print(f"\n[dim]{item['at']} {item['from']}[/] {item['subject'] or ''}", highlight=False)
+        out.print(
+            f"\n[dim]{escape(str(item['at']))} {escape(item['from'] or '')}[/]"
+            f" {escape(item['subject'] or '')}",
+            markup=True,
+        )
         out.print(item["text"] or "", highlight=False)
     for step in detail["unknown_steps"]:
         out.print(
@@ -118,10 +124,14 @@ def threads_show(
         )
     for other in detail["other_active_products"]:
         out.print(f"Also a lead of {other['product']} ({other['state']}), next email {other['next_step_at']}")
-    out.print(f"\n[bold]Next step:[/] {detail['recommended_next_step']}")
+    out.print(f"\n[bold]Next step:[/] {escape(detail['recommended_next_step'] or '')}", markup=True)
     out.print(f"Actions: {', '.join(detail['actions'])}")
     draft = detail["draft"]
-    out.print(f"\n[bold]Draft[/] ({draft['source']}; only you can send it: threads send {detail['id']})")
+    out.print(
+        f"\n[bold]Draft[/] ({escape(str(draft['source']))}; "
+        f"only you can send it: threads send {detail['id']})",
+        markup=True,
+    )
     out.print(f"Subject: {draft['subject']}\n{draft['body']}", highlight=False)
 
 

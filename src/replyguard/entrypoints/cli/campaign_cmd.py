@@ -1,0 +1,130 @@
+"""`replyguard campaign create|update|list`: campaigns from their TOML files.
+
+`create` refuses a file whose mailbox settings differ from the mailbox's (they belong to the
+mailbox: `replyguard mailbox set`) and tries every template on a sample lead first. `update`
+shows what changes and what that does to queued emails, asks, then applies it in one
+transaction (`--yes` skips the question); emails already sent are never rewritten.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+campaign_app = typer.Typer(no_args_is_help=True, help="Create, change and list campaigns.")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `campaign` commands to the CLI."""
+    app.add_typer(campaign_app, name="campaign")
+
+
+def read_text(file: Path) -> str:
+    from replyguard.entrypoints.cli.app import fail
+
+    try:
+        return file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        fail(f"{file}: no such file", code=2)
+    except UnicodeDecodeError as exc:
+        fail(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})", code=2)
+
+
+@campaign_app.command("create")
+def campaign_create(ctx: typer.Context, file: Path) -> None:
+    """Create a campaign from a TOML file (see examples/campaign.toml)."""
+    from replyguard.domain.campaign_spec import CampaignSpecError
+    from replyguard.entrypoints.cli.app import fail, open_app, out
+    from replyguard.service_layer.campaigns import create_campaign
+
+    source = read_text(file)
+    instance = open_app(ctx)
+    try:
+        with instance.uow() as uow:
+            result = create_campaign(uow, source)
+            uow.commit()
+    except CampaignSpecError as exc:
+        fail(f"{file}: {exc}", code=2)
+    verb = "created" if result.created else "already exists (identical)"
+    out.print(
+        f"campaign [bold]{escape(result.name)}[/] for {escape(result.product)}: {result.steps} steps, {verb}",
+        markup=True,
+    )
+    out.print(
+        f"  sends as {result.from_name} <{result.mailbox}>, at most {result.daily_cap} a day"
+        f" (days counted in {result.cap_timezone})",
+        highlight=False,
+    )
+
+
+@campaign_app.command("update")
+def campaign_update(
+    ctx: typer.Context,
+    file: Path,
+    yes: Annotated[bool, typer.Option("--yes", help="Apply without asking.")] = False,
+) -> None:
+    """Change a campaign from its edited TOML file: shows the differences, then asks."""
+    from replyguard.domain.campaign_spec import CampaignSpecError
+    from replyguard.entrypoints.cli.app import fail, open_app, out
+    from replyguard.service_layer.campaign_changes import apply_update, plan_update
+
+    source = read_text(file)
+    instance = open_app(ctx)
+    try:
+        with instance.uow() as uow:
+            plan = plan_update(uow, source)
+        if not plan.changes:
+            out.print(f"campaign [bold]{escape(plan.name)}[/]: nothing to change", markup=True)
+            return
+        out.print(f"campaign [bold]{escape(plan.name)}[/]: {len(plan.changes)} change(s)", markup=True)
+        for change in plan.changes:
+            out.print(f"  {change.line()}", highlight=False, markup=False)
+        for note in plan.notes:
+            out.print(f"  - {note}", highlight=False, markup=False)
+        if not yes and not typer.confirm("Apply these changes?", default=False):
+            fail("nothing changed")
+        with instance.uow() as uow:
+            done = apply_update(uow, source, shown=plan.changes)
+            uow.commit()
+    except (CampaignSpecError, LookupError) as exc:
+        fail(f"{file}: {exc}", code=2)
+    out.print(
+        f"campaign [bold]{escape(done.name)}[/] updated; {done.rendered_again} queued emails rendered again",
+        markup=True,
+    )
+
+
+@campaign_app.command("list")
+def campaign_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Every campaign with its mailbox, settings and how far its leads are."""
+    from replyguard.entrypoints.cli.app import emit_json, open_app, out
+    from replyguard.service_layer.campaigns import list_campaigns
+
+    instance = open_app(ctx)
+    with instance.uow() as uow:
+        campaigns = list_campaigns(uow)
+    if as_json:
+        emit_json(campaigns)
+        return
+    table = Table(title="campaigns")
+    for column in ("name", "product", "mailbox", "cap/day", "window", "steps", "enrolled", "queued"):
+        table.add_column(column)
+    for c in campaigns:
+        window = c["window"]
+        queued = sum(c["step_states"].get(s, 0) for s in ("scheduled", "awaiting_approval", "claimed"))
+        paused = " (paused)" if c["mailbox_status"] != "active" else ""
+        table.add_row(
+            c["name"],
+            c["product"],
+            f"{c['mailbox']}{paused}",
+            str(c["daily_cap"]),
+            f"{','.join(window['days'])} {window['start']}-{window['end']} {c['timezone']}",
+            str(c["steps"]),
+            str(sum(c["enrollments"].values())),
+            str(queued),
+        )
+    out.print(table)

@@ -1,0 +1,183 @@
+"""Mailboxes: their own settings (sender name, daily cap, the day the cap counts in), set in
+one place, and the pause a server's refusal of the mailbox itself puts on them.
+
+A campaign file may state a mailbox's settings; `campaigns.py` checks them against the
+mailbox here and refuses a file that disagrees (two campaigns cannot silently override each
+other). `set_mailbox` is where a shared mailbox's settings change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import Connection, Table, func, select, update
+
+from replyguard.adapters.db import models as m
+from replyguard.domain.addresses import check_header_value, normalize_address
+from replyguard.domain.campaign_spec import CampaignSpecError
+from replyguard.domain.schedule import load_zone
+from replyguard.service_layer.uow import UnitOfWork
+
+_MB = cast(Table, m.Mailbox.__table__)
+_C = cast(Table, m.Campaign.__table__)
+_E = cast(Table, m.Enrollment.__table__)
+_N = cast(Table, m.Notice.__table__)
+_EV = cast(Table, m.Event.__table__)
+
+
+class MailboxNotFound(LookupError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class MailboxSettings:
+    from_name: str | None = None
+    daily_cap: int | None = None
+    timezone: str | None = None
+
+
+def find_mailbox(uow: UnitOfWork, address: str) -> m.Mailbox:
+    mailbox = uow.session.scalar(
+        select(m.Mailbox).where(
+            m.Mailbox.workspace_id == uow.workspace_id, m.Mailbox.address == normalize_address(address)
+        )
+    )
+    if mailbox is None:
+        known = uow.session.scalars(
+            select(m.Mailbox.address).where(m.Mailbox.workspace_id == uow.workspace_id)
+        ).all()
+        raise MailboxNotFound(f"no mailbox {address} (known: {', '.join(known) or 'none'})")
+    return mailbox
+
+
+def campaigns_of(uow: UnitOfWork, mailbox_id: int) -> list[str]:
+    return list(
+        uow.session.scalars(
+            select(m.Campaign.name).where(m.Campaign.mailbox_id == mailbox_id).order_by(m.Campaign.id)
+        )
+    )
+
+
+def disagreements(mailbox: m.Mailbox, wanted: MailboxSettings) -> dict[str, tuple[Any, Any]]:
+    """Settings a file states that differ from the mailbox's: {name: (mailbox's, file's)}."""
+    current = {"from_name": mailbox.from_name, "daily_cap": mailbox.daily_cap, "timezone": mailbox.timezone}
+    return {
+        name: (current[name], value)
+        for name, value in vars_of(wanted).items()
+        if value is not None and value != current[name]
+    }
+
+
+def vars_of(settings: MailboxSettings) -> dict[str, Any]:
+    return {"from_name": settings.from_name, "daily_cap": settings.daily_cap, "timezone": settings.timezone}
+
+
+def set_mailbox(uow: UnitOfWork, address: str, settings: MailboxSettings) -> dict[str, tuple[Any, Any]]:
+    """Change a mailbox's own settings (for every campaign that sends from it). Returns what
+    changed: {name: (before, after)}."""
+    mailbox = find_mailbox(uow, address)
+    _validate(settings)
+    changes = disagreements(mailbox, settings)
+    for name, (_before, after) in changes.items():
+        setattr(mailbox, name, after)
+    if changes:
+        uow.add_event(
+            "mailbox_changed",
+            mailbox=mailbox.address,
+            changes={k: [str(b), str(a)] for k, (b, a) in changes.items()},
+        )
+    return changes
+
+
+def _validate(settings: MailboxSettings) -> None:
+    if settings.daily_cap is not None and settings.daily_cap < 1:
+        raise CampaignSpecError(f"daily cap must be at least 1, got {settings.daily_cap}")
+    if settings.from_name is not None:
+        if not settings.from_name.strip():
+            raise CampaignSpecError("the sender name may not be empty")
+        check_header_value("from_name", settings.from_name)
+    if settings.timezone is not None:
+        load_zone(settings.timezone)
+
+
+def resume_mailbox(uow: UnitOfWork, address: str) -> bool:
+    """A person fixed what the server refused: the mailbox sends again. False if it was not paused."""
+    mailbox = find_mailbox(uow, address)
+    if mailbox.status == "active":
+        return False
+    mailbox.status, mailbox.paused_reason, mailbox.paused_at = "active", None, None
+    uow.add_event("mailbox_resumed", mailbox=mailbox.address)
+    return True
+
+
+def pause_mailbox(
+    conn: Connection, *, workspace_id: int, mailbox_id: int, lead_id: int, reason: str, now: datetime
+) -> bool:
+    """A server refused the mailbox itself (credentials, sender, relaying, reputation): stop
+    claiming from it and tell the owners of its campaigns. Returns False if already paused."""
+    paused = conn.execute(
+        update(_MB)
+        .where(_MB.c.id == mailbox_id, _MB.c.status == "active")
+        .values(status="paused", paused_reason=reason[:2000], paused_at=now)
+    ).rowcount
+    if not paused:
+        return False
+    address = conn.execute(select(_MB.c.address).where(_MB.c.id == mailbox_id)).scalar_one()
+    owners = conn.execute(select(_C.c.owner, _C.c.name).where(_C.c.mailbox_id == mailbox_id)).all()
+    payload = {
+        "kind": "mailbox_paused",
+        "mailbox": address,
+        "reason": reason,
+        "campaigns": [name for _, name in owners],
+        "recommendation": (
+            f"Fix the mailbox (password, sender, relay), then: replyguard mailbox resume {address}"
+        ),
+    }
+    for owner in sorted({owner for owner, _ in owners}):
+        conn.execute(
+            _N.insert().values(
+                workspace_id=workspace_id,
+                lead_id=lead_id,
+                reply_id=None,
+                recipient=owner,
+                kind="mailbox_paused",
+                payload=payload,
+                created_at=now,
+            )
+        )
+    conn.execute(
+        _EV.insert().values(
+            workspace_id=workspace_id,
+            lead_id=lead_id,
+            step_id=None,
+            kind="mailbox_paused",
+            at=now,
+            data={"mailbox": address, "reason": reason},
+        )
+    )
+    return True
+
+
+def list_mailboxes(uow: UnitOfWork) -> list[dict[str, Any]]:
+    rows = uow.session.execute(
+        select(m.Mailbox, func.count(m.Campaign.id))
+        .outerjoin(m.Campaign, m.Campaign.mailbox_id == m.Mailbox.id)
+        .where(m.Mailbox.workspace_id == uow.workspace_id)
+        .group_by(m.Mailbox.id)
+        .order_by(m.Mailbox.address)
+    ).all()
+    return [
+        {
+            "address": mb.address,
+            "from_name": mb.from_name,
+            "daily_cap": mb.daily_cap,
+            "timezone": mb.timezone,
+            "status": mb.status,
+            "paused_reason": mb.paused_reason,
+            "campaigns": campaigns_of(uow, mb.id),
+            "campaign_count": count,
+        }
+        for mb, count in rows
+    ]
