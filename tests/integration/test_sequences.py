@@ -69,10 +69,11 @@ def test_a_step_refused_for_good_holds_the_lead_and_nothing_follows_it(app: App,
     transport.refuse(PERMANENT)
     assert Worker(app, transport).run_once().failed == 1
     assert lead_state(app, ANN["email"], "P") == "held"
-    [notice] = notices(app, "held:step_failed")
+    [notice] = notices(app, "step_failed")  # the lead's rescue thread tells its owner
     payload = notice.payload
     assert (payload["product"], payload["campaigns"], payload["lead"]["email"]) == ("P", ["C"], ANN["email"])
-    assert payload["subject"] == "Hello Ann" and "554 5.7.1" in payload["details"]["smtp"]
+    assert payload["subject"] == "Hello Ann" and "554 5.7.1" in payload["reason"]
+    assert {"resend_step", "skip_step", "stop"} <= set(payload["actions"])
     assert notice.recipient == "rep@seller.test"
     _run(app, clock, transport, days=10)
     # A person resuming the lead is not enough: the failed email blocks the ones after it.
@@ -382,15 +383,13 @@ def test_sqlite_a_crossed_send_is_told_to_the_person(db_url: str, app: App, cloc
     transport.on_send = lambda _email: reply(app, ANN["email"], "P")  # lands during the call
     assert Worker(app, transport).run_once().sent == 1
     message_id = transport.sent[0].email.message_id
-    [reply_notice] = notices(app, "reply:human_reply")
-    assert reply_notice.payload["crossed"] == [message_id]
-    [told] = notices(app, "crossed_send")
-    assert told.payload["message_id"] == message_id and told.reply_id == reply_notice.reply_id
-    assert (told.payload["product"], told.payload["campaigns"], told.payload["subject"]) == (
-        "P",
-        ["C"],
-        "Hello Ann",
-    )
+    # The reply found the email in flight: its thread says it crossed, and says it once.
+    [told] = notices(app, "human_reply")
+    assert told.payload["crossed"] and told.payload["recommended_next_step"].startswith("Apologise")
+    assert (told.payload["product"], told.payload["campaigns"]) == ("P", ["C"])
+    with app.uow() as uow:
+        sent = uow.session.scalars(select(m.Step).where(m.Step.message_id == message_id)).one()
+        assert sent.crossed
 
 
 def test_sqlite_a_send_refused_at_the_last_moment_is_reported_as_refused(

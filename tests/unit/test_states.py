@@ -142,10 +142,22 @@ def test_person_only_step_moves(current: StepState, target: StepState) -> None:
 
 
 def test_nothing_leaves_skipped_or_sent_even_by_a_person() -> None:
-    for state in (S.SKIPPED, S.SENT, S.CANCELLED):
+    for state in (S.SKIPPED, S.SENT):
         for target in StepState:
             with pytest.raises(IllegalTransition):
                 check_step_move(state, target, Actor.PERSON)
+
+
+def test_only_a_persons_resume_brings_back_or_skips_a_cancelled_step() -> None:
+    by_person = {S.SCHEDULED, S.AWAITING_APPROVAL, S.SKIPPED}
+    for target in StepState:
+        with pytest.raises(IllegalTransition):
+            check_step_move(S.CANCELLED, target, Actor.SYSTEM)
+        if target not in by_person:
+            with pytest.raises(IllegalTransition):
+                check_step_move(S.CANCELLED, target, Actor.PERSON)
+    for target in by_person:
+        check_step_move(S.CANCELLED, target, Actor.PERSON)
 
 
 def test_cancellable_and_terminal_sets() -> None:

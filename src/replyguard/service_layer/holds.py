@@ -117,13 +117,15 @@ def tell_crossed_send(
     message_id = conn.execute(select(_S.c.message_id).where(_S.c.id == step_id)).scalar()
     _event(conn, workspace_id, lead_id, step_id, now, "crossed_send_told", {"message_id": message_id})
     thread = conn.execute(
-        select(_T.c.kind)
+        select(_T.c.kind, _T.c.crossed)
         .where(_T.c.workspace_id == workspace_id, _T.c.lead_id == lead_id, _T.c.state != ThreadState.DONE)
         .order_by(_T.c.id.desc())
         .limit(1)
     ).first()
-    if thread is None:
-        return  # no reply waits for a person (an absence, say): nothing to apologise for
+    if thread is None or thread.crossed:
+        # No reply waits for a person (an absence, say), or the reply already saw the send in
+        # flight and its thread says so: nothing new to tell.
+        return
     open_thread_on(
         conn,
         workspace_id=workspace_id,
