@@ -71,6 +71,21 @@ class Lease(Protocol):
     def release(self) -> None: ...
 
 
+class Health(Protocol):
+    """Told of every completed read and every error, for people to see (never raises)."""
+
+    def polled(self) -> None: ...
+    def failed(self, message: str) -> None: ...
+
+
+class _Unwatched:
+    def polled(self) -> None:
+        pass
+
+    def failed(self, message: str) -> None:
+        pass
+
+
 @dataclass(frozen=True, slots=True)
 class ImapSource:
     host: str
@@ -156,8 +171,10 @@ class ImapPoller:
         timing: Timing | None = None,
         use_idle: bool = True,
         ssl_context: ssl.SSLContext | None = None,
+        health: Health | None = None,
     ) -> None:
         self.source, self._store, self._lease, self._handle = source, store, lease, handle
+        self._health = health or _Unwatched()
         self.timing = timing or Timing()
         self.use_idle = use_idle
         self._ssl_context = ssl_context
@@ -198,6 +215,7 @@ class ImapPoller:
             # Server restarts, network faults and database hiccups all end here: start over
             # from the stored cursor after a pause, which nothing read can have overtaken.
             self.stats.errors += 1
+            self._health.failed(f"{exc.__class__.__name__}: {str(exc)[:200]}")
             log.warning(
                 "IMAP %s: %s: %s; reconnecting in %.1fs",
                 self.source.key,
@@ -261,6 +279,7 @@ class ImapPoller:
                     self.stats.fetched += 1
                 self._store.save(uidvalidity, uid)
                 self._renew_if_due()
+        self._health.polled()
         return len(uids)
 
     def _idle(self, client: IMAPClient, stop: threading.Event) -> None:

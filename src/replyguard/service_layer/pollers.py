@@ -29,6 +29,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from replyguard.adapters.db import models as m
 from replyguard.adapters.imap_source import Cursor, ImapPoller, Timing, parse_imap_url
 from replyguard.bootstrap import App
+from replyguard.service_layer.source_health import RecordedHealth
 from replyguard.service_layer.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ def imap_poller(
         handle,
         timing=timing,
         use_idle=use_idle,
+        health=RecordedHealth(app, source.key, source.password),
     )
 
 

@@ -594,11 +594,14 @@ def demo(
     raise typer.Exit(run_demo(options.db or "sqlite:///demo.db", examples, outbox, out))
 
 
-from replyguard.entrypoints.cli import listen_cmd, poll_cmd, serve_cmd  # noqa: E402
+from replyguard.entrypoints.cli import listen_cmd, poll_cmd, serve_cmd, tokens_cmd, up_cmd, users_cmd  # noqa: E402  # noqa: E402
 
 serve_cmd.register(app)
 listen_cmd.register(app)
 poll_cmd.register(app)
+users_cmd.register(app)
+tokens_cmd.register(app)
+up_cmd.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 
 
 def create_app(app: App) -> FastAPI:
-    """An ASGI app serving one-click unsubscribe, the inbound webhooks and /healthz."""
+    """An ASGI app serving one-click unsubscribe, the inbound webhooks, /healthz and the web
+    workspace (entrypoints/web)."""
     api = FastAPI(title="replyguard", docs_url=None, redoc_url=None, openapi_url=None)
     api.state.replyguard = app
     for module in (unsubscribe, mailgun, postmark, sendgrid):
@@ -39,6 +40,10 @@ def create_app(app: App) -> FastAPI:
     @api.exception_handler(BadForm)
     def bad_form(_request: Request, _exc: Exception) -> PlainTextResponse:
         return PlainTextResponse("bad request", status_code=400)
+
+    from replyguard.entrypoints.web import install  # the pages, /api/v1, /metrics, /readyz
+
+    install(api, app)
 
     @api.exception_handler(SQLAlchemyError)
     def storage_down(_request: Request, exc: Exception) -> JSONResponse:
