@@ -25,7 +25,8 @@ from replyguard.service_layer.uow import UnitOfWork
 
 MIN_PASSWORD = 8  # NIST SP 800-63B's minimum for a chosen password
 MAX_PASSWORD = 1024
-_HASHER = PasswordHasher()
+PRODUCTION_HASHER = PasswordHasher()
+_HASHER = PRODUCTION_HASHER
 
 
 class AccountError(ValueError):
