@@ -12,6 +12,7 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 MAX_PER_PAGE = 200
+MAX_PAGE = 100_000  # deeper than anyone reads; keeps OFFSET a number every database takes
 
 
 class NotFound(LookupError):
@@ -28,14 +29,14 @@ class Page(Generic[T]):
 
 def bounds(page: int, per_page: int) -> tuple[int, int]:
     """(offset, limit + 1) for a 1-based page: one row more tells whether a next page exists."""
-    page = max(1, page)
+    page = min(max(1, page), MAX_PAGE)
     per_page = min(max(1, per_page), MAX_PER_PAGE)
     return (page - 1) * per_page, per_page + 1
 
 
 def paged(rows: list[T], page: int, per_page: int) -> Page[T]:
     per_page = min(max(1, per_page), MAX_PER_PAGE)
-    return Page(rows[:per_page], max(1, page), per_page, len(rows) > per_page)
+    return Page(rows[:per_page], min(max(1, page), MAX_PAGE), per_page, len(rows) > per_page)
 
 
 def like_pattern(text: str) -> str:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from replyguard.domain.campaign_spec import CampaignSpecError
 from replyguard.entrypoints.web.api import schemas as s
 from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.params import ObjectId, PageNumber, PerPage
 from replyguard.entrypoints.web.security import Caller, Guards
 from replyguard.service_layer.approvals import approve_in_campaign
 from replyguard.service_layer.bulk import enroll_in_chunks
@@ -41,43 +42,45 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return created
 
     @routes.get("/campaigns/{campaign_id}", response_model=s.Campaign)
-    def campaign(caller: Token, campaign_id: int) -> q.CampaignDetail:
+    def campaign(caller: Token, campaign_id: ObjectId) -> q.CampaignDetail:
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.campaign_detail(uow, campaign_id)
 
     @routes.get("/campaigns/{campaign_id}/queue", response_model=s.PageOf[s.QueueRow])
     def queue(
         caller: Token,
-        campaign_id: int,
+        campaign_id: ObjectId,
         state: QueueState = "awaiting_approval",
-        page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
-        per_page: Annotated[int, Query(ge=1, le=200)] = 50,
+        page: PageNumber = 1,
+        per_page: PerPage = 50,
     ) -> object:
         """The campaign's steps in one queue state ("sending" includes claimed steps)."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.campaign_queue(uow, campaign_id, state, page=page, per_page=per_page)
 
     @routes.get("/campaigns/{campaign_id}/cancel-reasons", response_model=dict[str, int])
-    def reasons(caller: Token, campaign_id: int) -> dict[str, int]:
+    def reasons(caller: Token, campaign_id: ObjectId) -> dict[str, int]:
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.cancel_reasons(uow, campaign_id)
 
     @routes.get("/campaigns/{campaign_id}/sends-per-day", response_model=s.SendsPerDay)
     def sends(
-        caller: Token, campaign_id: int, days: Annotated[int, Query(ge=1, le=90)] = 14
+        caller: Token, campaign_id: ObjectId, days: Annotated[int, Query(ge=1, le=90)] = 14
     ) -> q.SendsPerDay:
         """Sends per day of the campaign and of its mailbox, against the mailbox's cap."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.sends_per_day(uow, campaign_id, days=days)
 
     @routes.get("/campaigns/{campaign_id}/activity", response_model=s.CampaignActivity)
-    def activity(caller: Token, campaign_id: int, days: Annotated[int, Query(ge=1, le=366)] = 30) -> object:
+    def activity(
+        caller: Token, campaign_id: ObjectId, days: Annotated[int, Query(ge=1, le=366)] = 30
+    ) -> object:
         """Replies, out-of-office answers and bounces per day."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             return reply_activity(uow, days=days, campaign_id=campaign_id)[0]
 
     @routes.post("/campaigns/{campaign_id}/approve", response_model=s.Approved)
-    def approve(caller: Token, campaign_id: int, body: s.Approve) -> s.Approved:
+    def approve(caller: Token, campaign_id: ObjectId, body: s.Approve) -> s.Approved:
         """Approve waiting steps: the listed ones, or all (optionally only at one position)."""
         with ctx.scoped.write(caller.workspace_id) as uow:
             count = approve_in_campaign(
@@ -87,7 +90,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return s.Approved(approved=count)
 
     @routes.post("/campaigns/{campaign_id}/enroll", response_model=s.Enrolled)
-    def enroll(caller: Token, campaign_id: int, body: s.Enroll) -> s.Enrolled:
+    def enroll(caller: Token, campaign_id: ObjectId, body: s.Enroll) -> s.Enrolled:
         """Enroll the product's leads not yet in the campaign (or one lead by email)."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             name = q.campaign_detail(uow, campaign_id).name
@@ -95,6 +98,8 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             report = enroll_in_chunks(lambda: ctx.scoped.write(caller.workspace_id), name, body.email)
         except LookupError as exc:
             raise HTTPException(404, str(exc)) from None
+        except ValueError as exc:  # not an email address
+            raise HTTPException(422, str(exc)) from None
         skipped = [s.Skipped(email=e, why=w) for e, w in report.skipped]
         return s.Enrolled(enrolled=report.enrolled, already=report.already, skipped=skipped)
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query
 
 from replyguard.entrypoints.web.api import schemas as s
 from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.params import ObjectId, PageNumber, PerPage
 from replyguard.entrypoints.web.sanitize import sanitize_email_html
 from replyguard.entrypoints.web.security import Caller, Guards
 from replyguard.service_layer.queries import inbound as q
@@ -24,8 +25,8 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     def messages(
         caller: Token,
         status: Status = "unmatched",
-        page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
-        per_page: Annotated[int, Query(ge=1, le=200)] = 50,
+        page: PageNumber = 1,
+        per_page: PerPage = 50,
     ) -> object:
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.list_inbound(uow, status, page=page, per_page=per_page)
@@ -36,7 +37,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             return q.inbound_counts(uow)
 
     @routes.get("/inbound/{inbound_id}", response_model=s.InboundMessage)
-    def message(caller: Token, inbound_id: int, remote_images: bool = False) -> s.InboundMessage:
+    def message(caller: Token, inbound_id: ObjectId, remote_images: bool = False) -> s.InboundMessage:
         """One message: headers, text, and its HTML sanitised (remote images left out unless
         `remote_images`). Render the HTML only in a sandboxed frame."""
         with ctx.scoped.read(caller.workspace_id) as uow:
@@ -56,8 +57,8 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     def suppressions(
         caller: Token,
         q_: Annotated[str, Query(alias="q", max_length=200)] = "",
-        page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
-        per_page: Annotated[int, Query(ge=1, le=200)] = 50,
+        page: PageNumber = 1,
+        per_page: PerPage = 50,
     ) -> object:
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.list_suppressions(uow, q_, page=page, per_page=per_page)

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Upload
 from replyguard.domain.leads_csv import LeadFileError, read_leads
 from replyguard.entrypoints.web.api import schemas as s
 from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.params import ObjectId, PageNumber, PerPage
 from replyguard.entrypoints.web.security import Caller, Guards
 from replyguard.entrypoints.web.uploads import read_upload
 from replyguard.service_layer.bulk import import_in_chunks
@@ -26,8 +27,8 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         caller: Token,
         q_: Annotated[str, Query(alias="q", max_length=200)] = "",
         state: LeadState | None = None,
-        page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
-        per_page: Annotated[int, Query(ge=1, le=200)] = 50,
+        page: PageNumber = 1,
+        per_page: PerPage = 50,
     ) -> object:
         """Leads whose address, name or company contains `q`, newest first."""
         with ctx.scoped.read(caller.workspace_id) as uow:
@@ -52,13 +53,13 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return s.Imported(created=report.created, updated=report.updated, errors=errors)
 
     @routes.get("/leads/{lead_id}", response_model=s.Lead)
-    def lead(caller: Token, lead_id: int) -> q.LeadDetail:
+    def lead(caller: Token, lead_id: ObjectId) -> q.LeadDetail:
         """The lead, its contact, its other products, its steps and its timeline."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.lead_detail(uow, lead_id)
 
     @routes.get("/leads/{lead_id}/timeline", response_model=list[s.TimelineEntry])
-    def timeline(caller: Token, lead_id: int) -> list[q.TimelineEntry]:
+    def timeline(caller: Token, lead_id: ObjectId) -> list[q.TimelineEntry]:
         """Every event of the contact's leads, across products, newest first."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.lead_detail(uow, lead_id).timeline

@@ -8,6 +8,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from replyguard.entrypoints.web.params import BodyId
+
 T = TypeVar("T")
 
 
@@ -131,7 +133,7 @@ class CampaignCreated(Model):
 
 
 class Approve(BaseModel):
-    step_ids: list[int] | None = Field(
+    step_ids: list[BodyId] | None = Field(
         default=None, max_length=1000, description="These steps; omit to approve every waiting step"
     )
     position: int | None = Field(default=None, ge=1, description="Only steps at this position")

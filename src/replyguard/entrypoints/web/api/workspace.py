@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from replyguard.entrypoints.web.api import schemas as s
 from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Caller, Guards
 from replyguard.service_layer.api_tokens import TokenError, create_token, list_tokens, revoke_token
 from replyguard.service_layer.queries.charts import reply_activity
@@ -53,7 +54,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return CreatedToken(token=s.Token.model_validate(view), secret=secret)
 
     @routes.post("/tokens/{token_id}/revoke", response_model=s.Token)
-    def revoke(caller: Token, token_id: int) -> object:
+    def revoke(caller: Token, token_id: ObjectId) -> object:
         with ctx.scoped.write(caller.workspace_id) as uow:
             view = revoke_token(uow, token_id, caller.actor)
             uow.commit()

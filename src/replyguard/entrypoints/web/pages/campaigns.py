@@ -12,6 +12,7 @@ from starlette.responses import RedirectResponse, Response
 
 from replyguard.entrypoints.web.charts import activity_chart, sends_chart
 from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.params import BodyId, ObjectId
 from replyguard.entrypoints.web.security import Guards, Viewer
 from replyguard.service_layer.approvals import approve_in_campaign
 from replyguard.service_layer.bulk import enroll_in_chunks
@@ -61,7 +62,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     def campaign_page(
         request: Request,
         who: Who,
-        campaign_id: int,
+        campaign_id: ObjectId,
         state: str = "awaiting_approval",
         page: int = 1,
         notice: str = "",
@@ -72,8 +73,8 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     @routes.post("/campaigns/{campaign_id}/approve")
     def approve(
         who: Who,
-        campaign_id: int,
-        step_id: Annotated[list[int], Form()] = [],  # noqa: B006 (FastAPI copies defaults)
+        campaign_id: ObjectId,
+        step_id: Annotated[list[BodyId], Form()] = [],  # noqa: B006 (FastAPI copies defaults)
         scope: Annotated[str, Form(max_length=20)] = "",
     ) -> Response:
         every = scope == "all"
@@ -87,13 +88,13 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
 
     @routes.post("/campaigns/{campaign_id}/enroll")
     def enroll(
-        request: Request, who: Who, campaign_id: int, email: Annotated[str, Form(max_length=320)] = ""
+        request: Request, who: Who, campaign_id: ObjectId, email: Annotated[str, Form(max_length=320)] = ""
     ) -> Response:
         with ctx.scoped.read(who.workspace_id) as uow:
             name = q.campaign_detail(uow, campaign_id).name
         try:
             report = enroll_in_chunks(lambda: ctx.scoped.write(who.workspace_id), name, email.strip() or None)
-        except LookupError as exc:
+        except (LookupError, ValueError) as exc:  # an unknown lead, or not an address at all
             report = EnrollReport(skipped=[(email.strip(), str(exc))])
         return render_campaign(request, who, campaign_id, "scheduled", 1, enroll=report)
 

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.sanitize import message_csp, sanitize_email_html
 from replyguard.entrypoints.web.security import Guards, Viewer
 from replyguard.service_layer.queries import inbound as iq
@@ -31,7 +32,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return ctx.renderer.page(request, "inbound.html", context)
 
     @routes.get("/inbound/{inbound_id}")
-    def message_page(request: Request, who: Who, inbound_id: int, images: int = 0) -> Response:
+    def message_page(request: Request, who: Who, inbound_id: ObjectId, images: int = 0) -> Response:
         with ctx.scoped.read(who.workspace_id) as uow:
             message = iq.inbound_message(uow, inbound_id)
         remote = images == 1

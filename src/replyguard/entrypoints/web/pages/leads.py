@@ -12,6 +12,7 @@ from starlette.responses import Response
 from replyguard.domain.leads_csv import LeadFileError, read_leads
 from replyguard.domain.states import ReplyState
 from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Guards, Viewer
 from replyguard.entrypoints.web.uploads import read_upload
 from replyguard.service_layer.bulk import import_in_chunks
@@ -66,7 +67,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return render_import(request, who, report=report, product=product, filename=file.filename)
 
     @routes.get("/leads/{lead_id}")
-    def lead_page(request: Request, who: Who, lead_id: int) -> Response:
+    def lead_page(request: Request, who: Who, lead_id: ObjectId) -> Response:
         with ctx.scoped.read(who.workspace_id) as uow:
             detail = lead_detail(uow, lead_id)
         return ctx.renderer.page(request, "lead.html", {"viewer": who, "active": "leads", "d": detail})

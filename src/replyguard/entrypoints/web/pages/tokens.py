@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Guards, Viewer
 from replyguard.service_layer.api_tokens import TokenError, create_token, list_tokens, revoke_token
 
@@ -40,7 +41,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return render(request, who, secret=secret, created=view)
 
     @routes.post("/settings/tokens/{token_id}/revoke")
-    def revoke(who: Who, token_id: int) -> Response:
+    def revoke(who: Who, token_id: ObjectId) -> Response:
         with ctx.scoped.write(who.workspace_id) as uow:
             revoke_token(uow, token_id, who.email)
             uow.commit()
