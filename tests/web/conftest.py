@@ -11,6 +11,7 @@ from argon2 import PasswordHasher
 from replyguard.bootstrap import App
 from replyguard.entrypoints.http import create_app
 from replyguard.service_layer import accounts
+from tests.web.browser import browser  # noqa: F401 (a fixture, for the browser tests)
 from tests.web.support import Tenant, serving, tenant
 
 
@@ -29,6 +30,10 @@ class Site:
     base: str
     alpha: Tenant
     bravo: Tenant
+
+    @property
+    def db(self) -> str:
+        return self.alpha.app.engine.dialect.name
 
 
 @pytest.fixture
