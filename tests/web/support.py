@@ -27,6 +27,7 @@ _LOGIN = re.compile(r'name="login_token" value="([^"]+)"')
 def serving(api: FastAPI, log_level: str = "warning") -> Iterator[str]:
     """The app under a real uvicorn on a free loopback port; yields its base URL."""
     sock = socket.socket()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as `replyguard up` does
     sock.bind(("127.0.0.1", 0))
     # log_config=None: uvicorn logs through the root logger, where pytest (caplog) sees them.
     config = uvicorn.Config(api, log_level=log_level, log_config=None, lifespan="off")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import update
+from sqlalchemy.exc import DBAPIError
 
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
@@ -87,7 +89,15 @@ def test_reply_activity_counts_each_kind_per_day(app: App, clock: FixedClock) ->
 
 def test_source_health_goes_from_waiting_to_ok_to_stale_to_failing(app: App, clock: FixedClock) -> None:
     key = "imaps://ann@mail.test:993/INBOX"
-    assert SourceLease(app, key, owner="poller-1").acquire()
+    lease = SourceLease(app, key, owner="poller-1")
+    assert lease.acquire()
+    try:
+        check_health_states(app, clock, key)
+    finally:
+        lease.release()
+
+
+def check_health_states(app: App, clock: FixedClock, key: str) -> None:
     health = RecordedHealth(app, key, secret="hunter2-password")
 
     def status() -> iq.SourceHealth:
@@ -137,3 +147,25 @@ def test_ops_numbers_read_every_send_refusal_reply_and_the_oldest_due_step(
     assert snap.latency_count == 0  # a reply typed in by hand has no inbound message to time
     assert snap.notice_backlog == 1
     assert snap.worker_lag_seconds == 0.0  # nothing due is waiting: the follow-ups are days away
+
+
+@pytest.mark.postgres_only
+def test_page_reads_run_in_read_only_transactions(app: App) -> None:
+    with (
+        Scoped(app.engine, app.clock).read(app.workspace_id) as uow,
+        pytest.raises(DBAPIError, match="read-only"),
+    ):
+        uow.session.execute(update(m.Lead).values(hold_reason="written by a page"))
+
+
+def test_a_page_read_does_not_wait_for_the_write_lock(app: App) -> None:
+    """On SQLite a writer holds the database's one write lock (BEGIN IMMEDIATE); a page read
+    must still answer at once, from its snapshot, instead of waiting behind it."""
+    two_campaigns_one_mailbox(app, leads_each=2)
+    scoped = Scoped(app.engine, app.clock)
+    with app.uow() as writer:
+        writer.session.execute(update(m.Lead).values(hold_reason="a long write"))
+        with scoped.read(app.workspace_id) as reader:
+            rows = cq.list_campaigns(reader)
+        writer.commit()
+    assert [r.name for r in rows] == ["South", "North"]

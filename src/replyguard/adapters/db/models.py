@@ -194,9 +194,10 @@ class Step(Base):
         Index("ix_steps_due", "state", "due_at"),
         Index("ix_steps_lead_state", "lead_id", "state"),
         Index("ix_steps_mailbox_day", "mailbox_id", "send_day"),
-        # The campaign page: its queue counted by state and listed by due time, read from the
-        # index alone (a campaign's steps are those of its few campaign_steps rows).
-        Index("ix_steps_campaign_step_state_due", "campaign_step_id", "state", "due_at"),
+        # The campaign page: its queue counted by state and listed in due order from the index
+        # alone (a campaign's steps are found through its few campaign_steps rows; `id` breaks
+        # ties in due time, so a page is a range of the index: service_layer/queries/campaigns.py).
+        Index("ix_steps_campaign_queue", "campaign_step_id", "state", "due_at", "id"),
     )
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
@@ -248,6 +249,8 @@ class OutboundMessage(Base):
 
 class Reply(Base):
     __tablename__ = "replies"
+    # Replies per day per campaign (the charts) read a window of received_at.
+    __table_args__ = (Index("ix_replies_workspace_received", "workspace_id", "received_at"),)
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
     lead_id: Mapped[int] = mapped_column(ForeignKey("leads.id"), index=True)

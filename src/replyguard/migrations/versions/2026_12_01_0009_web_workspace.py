@@ -108,13 +108,19 @@ def upgrade() -> None:
 
     with op.batch_alter_table("steps", schema=None) as batch_op:
         batch_op.create_index(
-            "ix_steps_campaign_step_state_due", ["campaign_step_id", "state", "due_at"], unique=False
+            "ix_steps_campaign_queue", ["campaign_step_id", "state", "due_at", "id"], unique=False
         )
+
+    with op.batch_alter_table("replies", schema=None) as batch_op:
+        batch_op.create_index("ix_replies_workspace_received", ["workspace_id", "received_at"], unique=False)
 
 
 def downgrade() -> None:
     with op.batch_alter_table("steps", schema=None) as batch_op:
-        batch_op.drop_index("ix_steps_campaign_step_state_due")
+        batch_op.drop_index("ix_steps_campaign_queue")
+
+    with op.batch_alter_table("replies", schema=None) as batch_op:
+        batch_op.drop_index("ix_replies_workspace_received")
 
     with op.batch_alter_table("mailbox_cursors", schema=None) as batch_op:
         batch_op.drop_column("error_count")

@@ -163,13 +163,16 @@ def campaign_detail(uow: UnitOfWork, campaign_id: int) -> CampaignDetail:
             select(m.CampaignStep).where(m.CampaignStep.campaign_id == c.id).order_by(m.CampaignStep.position)
         )
     )
-    by_state: dict[str, int] = dict(
-        uow.session.execute(
-            select(m.Step.state, func.count())
-            .where(m.Step.campaign_step_id.in_([t.id for t in templates]))
-            .group_by(m.Step.state)
-        ).all()
-    )
+    by_state: dict[str, int] = {}
+    # Grouped by template too: that is the order of ix_steps_campaign_queue, so the count is
+    # one pass over the index (grouped by state alone, the planner walks ix_steps_due and
+    # reads every row: ten times slower at a million steps).
+    for _template, state, n in uow.session.execute(
+        select(m.Step.campaign_step_id, m.Step.state, func.count())
+        .where(m.Step.campaign_step_id.in_([t.id for t in templates]))
+        .group_by(m.Step.campaign_step_id, m.Step.state)
+    ):
+        by_state[state] = by_state.get(state, 0) + n
     queue = {name: sum(by_state.get(s, 0) for s in states) for name, states in _STATES_OF.items()}
     enrolled = uow.session.scalar(select(func.count()).where(m.Enrollment.campaign_id == c.id)) or 0
     return CampaignDetail(
@@ -199,53 +202,76 @@ def campaign_queue(
     uow: UnitOfWork, campaign_id: int, state: str, *, page: int = 1, per_page: int = 50
 ) -> Page[QueueRow]:
     """Steps of the campaign in one queue state: upcoming ones soonest first, finished ones
-    latest first."""
+    latest first.
+
+    Each (template, state) range of ix_steps_campaign_queue is already in due order, so the
+    page is merged from one short, ordered index read per range; a single query over all
+    templates would sort every matching step (400,000 sent steps: half a second) first.
+    """
     if state not in _STATES_OF:
         raise ValueError(f"unknown queue state {state!r}; use one of {', '.join(QUEUE)}")
     c = _campaign(uow, campaign_id)
     offset, limit = bounds(page, per_page)
-    order = m.Step.due_at.asc() if state in _UPCOMING else m.Step.due_at.desc()
-    rows = uow.session.execute(
-        select(m.Step, m.Lead.reply_state)
-        .join(m.Lead, m.Lead.id == m.Step.lead_id)
-        .where(
-            m.Step.campaign_step_id.in_(_template_ids(uow, c.id)),
-            m.Step.state.in_(_STATES_OF[state]),
+    upcoming = state in _UPCOMING
+    keys: list[tuple[datetime, int]] = []
+    for template_id in _template_ids(uow, c.id):
+        for step_state in _STATES_OF[state]:
+            ordered = (m.Step.due_at, m.Step.id) if upcoming else (m.Step.due_at.desc(), m.Step.id.desc())
+            keys += [
+                (due, step_id)
+                for due, step_id in uow.session.execute(
+                    select(m.Step.due_at, m.Step.id)
+                    .where(m.Step.campaign_step_id == template_id, m.Step.state == step_state)
+                    .order_by(*ordered)
+                    .limit(offset + limit)
+                )
+            ]
+    keys.sort(reverse=not upcoming)
+    wanted = [step_id for _due, step_id in keys[offset : offset + limit]]
+    found = {
+        s.id: (s, lead_state)
+        for s, lead_state in uow.session.execute(
+            select(m.Step, m.Lead.reply_state)
+            .join(m.Lead, m.Lead.id == m.Step.lead_id)
+            .where(m.Step.id.in_(wanted))
         )
-        .order_by(order, m.Step.id)
-        .offset(offset)
-        .limit(limit)
-    ).all()
-    items = [
-        QueueRow(
-            s.id,
-            s.position,
-            s.lead_id,
-            s.to_address,
-            s.subject,
-            s.state,
-            s.due_at,
-            s.sent_at,
-            s.cancel_reason,
-            s.crossed,
-            s.attempts,
-            s.last_error,
-            lead_state,
-        )
-        for s, lead_state in rows
-    ]
+    }
+    items = [_queue_row(*found[i]) for i in wanted if i in found]
     return paged(items, page, per_page)
 
 
+def _queue_row(s: m.Step, lead_state: str) -> QueueRow:
+    return QueueRow(
+        s.id,
+        s.position,
+        s.lead_id,
+        s.to_address,
+        s.subject,
+        s.state,
+        s.due_at,
+        s.sent_at,
+        s.cancel_reason,
+        s.crossed,
+        s.attempts,
+        s.last_error,
+        lead_state,
+    )
+
+
 def cancel_reasons(uow: UnitOfWork, campaign_id: int) -> dict[str, int]:
-    """Why the campaign's cancelled steps were cancelled, most frequent first."""
+    """Why the campaign's cancelled steps were cancelled, most frequent first. The reason is
+    not in the queue index: this reads every cancelled step, so only the cancelled tab asks."""
     c = _campaign(uow, campaign_id)
-    rows = uow.session.execute(
-        select(m.Step.cancel_reason, func.count())
-        .where(m.Step.campaign_step_id.in_(_template_ids(uow, c.id)), m.Step.state == StepState.CANCELLED)
-        .group_by(m.Step.cancel_reason)
-    ).all()
-    return dict(sorted(((r or "unspecified", n) for r, n in rows), key=lambda item: -item[1]))
+    counts: dict[str, int] = {}
+    for template_id in _template_ids(uow, c.id):
+        for reason, n in uow.session.execute(
+            select(m.Step.cancel_reason, func.count())
+            .where(m.Step.campaign_step_id == template_id, m.Step.state == StepState.CANCELLED)
+            .group_by(m.Step.cancel_reason)
+        ):
+            key = reason or "unspecified"
+            counts[key] = counts.get(key, 0) + n
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
 
 
 def sends_per_day(uow: UnitOfWork, campaign_id: int, *, days: int = 14) -> SendsPerDay:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, SQLColumnExpression, func, select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.states import ReplyKind
@@ -44,6 +44,13 @@ class CampaignActivity:
     totals: dict[str, int] = field(default_factory=dict)
 
 
+def utc_day(uow: UnitOfWork, column: SQLColumnExpression[datetime]) -> ColumnElement[str]:
+    """The UTC day of a stored time as 'YYYY-MM-DD', in SQL (SQLite stores UTC text)."""
+    if uow.postgres:
+        return func.to_char(func.timezone("UTC", column), "YYYY-MM-DD")
+    return func.substr(column, 1, 10)
+
+
 def reply_activity(
     uow: UnitOfWork, *, days: int = 30, campaign_id: int | None = None
 ) -> list[CampaignActivity]:
@@ -61,18 +68,20 @@ def reply_activity(
     if campaign_id is not None and not listed:
         raise NotFound(f"no campaign {campaign_id}")
     counts: dict[int, dict[date, dict[str, int]]] = {cid: {} for cid, _, _ in listed}
+    day = utc_day(uow, m.Reply.received_at)
     replies = (
-        select(m.Enrollment.campaign_id, m.Reply.received_at, m.Reply.kind)
+        select(m.Enrollment.campaign_id, day, m.Reply.kind, func.count())
         .join(m.Enrollment, m.Enrollment.lead_id == m.Reply.lead_id)
         .where(
             m.Reply.workspace_id == uow.workspace_id,
             m.Reply.received_at >= datetime.combine(first, time(0), tzinfo=UTC),
             m.Enrollment.campaign_id.in_(list(counts)),
         )
+        .group_by(m.Enrollment.campaign_id, day, m.Reply.kind)
     )
-    for cid, received_at, kind in uow.session.execute(replies):
-        day = counts[cid].setdefault(received_at.date(), dict.fromkeys(SERIES, 0))
-        day[_SERIES_OF.get(kind, "other")] += 1
+    for cid, day_text, kind, n in uow.session.execute(replies):
+        per_kind = counts[cid].setdefault(date.fromisoformat(str(day_text)), dict.fromkeys(SERIES, 0))
+        per_kind[_SERIES_OF.get(kind, "other")] += n
     result = []
     for cid, name, product in listed:
         per_day = [DayKinds(d, **counts[cid].get(d, {})) for d in (first + timedelta(i) for i in range(days))]
