@@ -193,7 +193,9 @@ class Step(Base):
         UniqueConstraint("enrollment_id", "position"),
         Index("ix_steps_due", "state", "due_at"),
         Index("ix_steps_lead_state", "lead_id", "state"),
-        Index("ix_steps_mailbox_day", "mailbox_id", "send_day"),
+        # The daily cap (claiming) and sends per day (the campaign page) count a mailbox's
+        # steps per day and state from this index alone; per campaign through campaign_step_id.
+        Index("ix_steps_mailbox_day", "mailbox_id", "send_day", "state", "campaign_step_id"),
         # The campaign page: its queue counted by state and listed in due order from the index
         # alone (a campaign's steps are found through its few campaign_steps rows; `id` breaks
         # ties in due time, so a page is a range of the index: service_layer/queries/campaigns.py).

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 import fastapi_offline
 from fastapi import FastAPI
+from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import iter_route_contexts
@@ -128,11 +129,5 @@ def _errors(api_app: FastAPI, ctx: WebContext) -> None:
     def invalid(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
         if _machine(request):
-            return JSONResponse({"detail": jsonable(exc.errors())}, status_code=422)
+            return JSONResponse({"detail": jsonable_encoder(exc.errors())}, status_code=422)
         return error_page(request, 400, "The request was not understood: a field is missing or malformed.")
-
-
-def jsonable(errors: Any) -> Any:
-    from fastapi.encoders import jsonable_encoder
-
-    return jsonable_encoder(errors)

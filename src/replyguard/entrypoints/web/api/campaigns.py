@@ -31,7 +31,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             return q.list_campaigns(uow)
 
     @routes.post("/campaigns", response_model=s.CampaignCreated, status_code=201)
-    def create(caller: Token, body: s.CampaignSource) -> object:
+    def create_campaign_from_toml(caller: Token, body: s.CampaignSource) -> object:
         """Create a campaign from its TOML file. An identical file again changes nothing."""
         try:
             with ctx.scoped.write(caller.workspace_id) as uow:
@@ -42,12 +42,12 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return created
 
     @routes.get("/campaigns/{campaign_id}", response_model=s.Campaign)
-    def campaign(caller: Token, campaign_id: ObjectId) -> q.CampaignDetail:
+    def get_campaign(caller: Token, campaign_id: ObjectId) -> q.CampaignDetail:
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.campaign_detail(uow, campaign_id)
 
     @routes.get("/campaigns/{campaign_id}/queue", response_model=s.PageOf[s.QueueRow])
-    def queue(
+    def campaign_queue(
         caller: Token,
         campaign_id: ObjectId,
         state: QueueState = "awaiting_approval",
@@ -59,12 +59,12 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             return q.campaign_queue(uow, campaign_id, state, page=page, per_page=per_page)
 
     @routes.get("/campaigns/{campaign_id}/cancel-reasons", response_model=dict[str, int])
-    def reasons(caller: Token, campaign_id: ObjectId) -> dict[str, int]:
+    def cancel_reasons(caller: Token, campaign_id: ObjectId) -> dict[str, int]:
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.cancel_reasons(uow, campaign_id)
 
     @routes.get("/campaigns/{campaign_id}/sends-per-day", response_model=s.SendsPerDay)
-    def sends(
+    def sends_per_day(
         caller: Token, campaign_id: ObjectId, days: Annotated[int, Query(ge=1, le=90)] = 14
     ) -> q.SendsPerDay:
         """Sends per day of the campaign and of its mailbox, against the mailbox's cap."""
@@ -72,7 +72,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             return q.sends_per_day(uow, campaign_id, days=days)
 
     @routes.get("/campaigns/{campaign_id}/activity", response_model=s.CampaignActivity)
-    def activity(
+    def campaign_activity(
         caller: Token, campaign_id: ObjectId, days: Annotated[int, Query(ge=1, le=366)] = 30
     ) -> object:
         """Replies, out-of-office answers and bounces per day."""
@@ -80,7 +80,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             return reply_activity(uow, days=days, campaign_id=campaign_id)[0]
 
     @routes.post("/campaigns/{campaign_id}/approve", response_model=s.Approved)
-    def approve(caller: Token, campaign_id: ObjectId, body: s.Approve) -> s.Approved:
+    def approve_steps(caller: Token, campaign_id: ObjectId, body: s.Approve) -> s.Approved:
         """Approve waiting steps: the listed ones, or all (optionally only at one position)."""
         with ctx.scoped.write(caller.workspace_id) as uow:
             count = approve_in_campaign(
@@ -90,7 +90,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return s.Approved(approved=count)
 
     @routes.post("/campaigns/{campaign_id}/enroll", response_model=s.Enrolled)
-    def enroll(caller: Token, campaign_id: ObjectId, body: s.Enroll) -> s.Enrolled:
+    def enroll_leads(caller: Token, campaign_id: ObjectId, body: s.Enroll) -> s.Enrolled:
         """Enroll the product's leads not yet in the campaign (or one lead by email)."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             name = q.campaign_detail(uow, campaign_id).name

@@ -22,7 +22,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     Token = Annotated[Caller, Depends(guards.caller)]
 
     @routes.get("/inbound", response_model=s.PageOf[s.InboundRow])
-    def messages(
+    def list_inbound_messages(
         caller: Token,
         status: Status = "unmatched",
         page: PageNumber = 1,
@@ -32,12 +32,14 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             return q.list_inbound(uow, status, page=page, per_page=per_page)
 
     @routes.get("/inbound/counts", response_model=dict[str, int])
-    def counts(caller: Token) -> dict[str, int]:
+    def inbound_counts(caller: Token) -> dict[str, int]:
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.inbound_counts(uow)
 
     @routes.get("/inbound/{inbound_id}", response_model=s.InboundMessage)
-    def message(caller: Token, inbound_id: ObjectId, remote_images: bool = False) -> s.InboundMessage:
+    def get_inbound_message(
+        caller: Token, inbound_id: ObjectId, remote_images: bool = False
+    ) -> s.InboundMessage:
         """One message: headers, text, and its HTML sanitised (remote images left out unless
         `remote_images`). Render the HTML only in a sandboxed frame."""
         with ctx.scoped.read(caller.workspace_id) as uow:
@@ -54,7 +56,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         )
 
     @routes.get("/suppressions", response_model=s.PageOf[s.Suppression])
-    def suppressions(
+    def list_suppressions(
         caller: Token,
         q_: Annotated[str, Query(alias="q", max_length=200)] = "",
         page: PageNumber = 1,
@@ -64,7 +66,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             return q.list_suppressions(uow, q_, page=page, per_page=per_page)
 
     @routes.get("/inbound-sources", response_model=list[s.SourceHealth])
-    def sources(caller: Token) -> list[s.SourceHealth]:
+    def inbound_sources(caller: Token) -> list[s.SourceHealth]:
         """Each IMAP source: last completed read, lag, last error, error count."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             found = q.source_health(uow)

@@ -23,7 +23,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     Token = Annotated[Caller, Depends(guards.caller)]
 
     @routes.get("/leads", response_model=s.PageOf[s.LeadRow])
-    def search(
+    def search_leads(
         caller: Token,
         q_: Annotated[str, Query(alias="q", max_length=200)] = "",
         state: LeadState | None = None,
@@ -35,7 +35,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             return q.search_leads(uow, q_, state=state, page=page, per_page=per_page)
 
     @routes.post("/leads/import", response_model=s.Imported)
-    def import_csv(
+    def import_leads_csv(
         caller: Token,
         product: Annotated[str, Form(min_length=1, max_length=200)],
         file: Annotated[UploadFile, File(description="CSV with an email column")],
@@ -53,13 +53,13 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return s.Imported(created=report.created, updated=report.updated, errors=errors)
 
     @routes.get("/leads/{lead_id}", response_model=s.Lead)
-    def lead(caller: Token, lead_id: ObjectId) -> q.LeadDetail:
+    def get_lead(caller: Token, lead_id: ObjectId) -> q.LeadDetail:
         """The lead, its contact, its other products, its steps and its timeline."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.lead_detail(uow, lead_id)
 
     @routes.get("/leads/{lead_id}/timeline", response_model=list[s.TimelineEntry])
-    def timeline(caller: Token, lead_id: ObjectId) -> list[q.TimelineEntry]:
+    def lead_timeline(caller: Token, lead_id: ObjectId) -> list[q.TimelineEntry]:
         """Every event of the contact's leads, across products, newest first."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.lead_detail(uow, lead_id).timeline

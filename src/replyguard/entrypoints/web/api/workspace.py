@@ -29,22 +29,22 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     Token = Annotated[Caller, Depends(guards.caller)]
 
     @routes.get("/me", response_model=s.Me)
-    def me(caller: Token) -> s.Me:
+    def who_am_i(caller: Token) -> s.Me:
         return s.Me(workspace_id=caller.workspace_id, token_id=caller.token_id, token_name=caller.name)
 
     @routes.get("/activity", response_model=list[s.CampaignActivity])
-    def activity(caller: Token, days: Annotated[int, Query(ge=1, le=366)] = 30) -> object:
+    def activity_of_every_campaign(caller: Token, days: Annotated[int, Query(ge=1, le=366)] = 30) -> object:
         """Replies, out-of-office answers and bounces per day, for every campaign."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             return reply_activity(uow, days=days)
 
     @routes.get("/tokens", response_model=list[s.Token])
-    def tokens(caller: Token) -> object:
+    def list_api_tokens(caller: Token) -> object:
         with ctx.scoped.read(caller.workspace_id) as uow:
             return list_tokens(uow)
 
     @routes.post("/tokens", response_model=CreatedToken, status_code=201)
-    def new_token(caller: Token, body: NewToken) -> CreatedToken:
+    def create_api_token(caller: Token, body: NewToken) -> CreatedToken:
         try:
             with ctx.scoped.write(caller.workspace_id) as uow:
                 view, secret = create_token(uow, body.name, caller.actor)
@@ -54,7 +54,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return CreatedToken(token=s.Token.model_validate(view), secret=secret)
 
     @routes.post("/tokens/{token_id}/revoke", response_model=s.Token)
-    def revoke(caller: Token, token_id: ObjectId) -> object:
+    def revoke_api_token(caller: Token, token_id: ObjectId) -> object:
         with ctx.scoped.write(caller.workspace_id) as uow:
             view = revoke_token(uow, token_id, caller.actor)
             uow.commit()
