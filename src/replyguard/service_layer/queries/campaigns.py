@@ -123,34 +123,48 @@ def _template_ids(uow: UnitOfWork, campaign_id: int) -> list[int]:
 
 
 def list_campaigns(uow: UnitOfWork) -> list[CampaignRow]:
-    enrolled = (
-        select(m.Enrollment.campaign_id, func.count().label("n"))
-        .where(m.Enrollment.workspace_id == uow.workspace_id)
-        .group_by(m.Enrollment.campaign_id)
-        .subquery()
-    )
-    waiting = (
-        select(m.CampaignStep.campaign_id, func.count().label("n"))
-        .join(m.Step, m.Step.campaign_step_id == m.CampaignStep.id)
-        .where(
-            m.CampaignStep.workspace_id == uow.workspace_id,
-            m.Step.state == StepState.AWAITING_APPROVAL,
-        )
-        .group_by(m.CampaignStep.campaign_id)
-        .subquery()
-    )
-    rows = uow.session.execute(
-        select(m.Campaign, m.Product.name, m.Mailbox.address, enrolled.c.n, waiting.c.n)
+    campaigns = uow.session.execute(
+        select(m.Campaign, m.Product.name, m.Mailbox.address)
         .join(m.Product, m.Product.id == m.Campaign.product_id)
         .join(m.Mailbox, m.Mailbox.id == m.Campaign.mailbox_id)
-        .outerjoin(enrolled, enrolled.c.campaign_id == m.Campaign.id)
-        .outerjoin(waiting, waiting.c.campaign_id == m.Campaign.id)
         .where(m.Campaign.workspace_id == uow.workspace_id)
         .order_by(m.Campaign.created_at.desc(), m.Campaign.id.desc())
     ).all()
+    ids = [c.id for c, _, _ in campaigns]
+    enrolled = dict(
+        uow.session.execute(
+            select(m.Enrollment.campaign_id, func.count())
+            .where(m.Enrollment.campaign_id.in_(ids))
+            .group_by(m.Enrollment.campaign_id)
+        ).all()
+    )
+    template_of = dict(
+        uow.session.execute(
+            select(m.CampaignStep.id, m.CampaignStep.campaign_id).where(m.CampaignStep.campaign_id.in_(ids))
+        ).all()
+    )
+    waiting: dict[int, int] = {}
+    # (campaign_step_id, state): a range of ix_steps_campaign_queue per template.
+    for template_id, n in uow.session.execute(
+        select(m.Step.campaign_step_id, func.count())
+        .where(m.Step.campaign_step_id.in_(list(template_of)), m.Step.state == StepState.AWAITING_APPROVAL)
+        .group_by(m.Step.campaign_step_id)
+    ):
+        waiting[template_of[template_id]] = waiting.get(template_of[template_id], 0) + n
     return [
-        CampaignRow(c.id, c.name, p, mb, c.owner, c.status, c.daily_cap, c.created_at, n or 0, w or 0)
-        for c, p, mb, n, w in rows
+        CampaignRow(
+            c.id,
+            c.name,
+            p,
+            mb,
+            c.owner,
+            c.status,
+            c.daily_cap,
+            c.created_at,
+            enrolled.get(c.id, 0),
+            waiting.get(c.id, 0),
+        )
+        for c, p, mb in campaigns
     ]
 
 
@@ -258,20 +272,37 @@ def _queue_row(s: m.Step, lead_state: str) -> QueueRow:
     )
 
 
-def cancel_reasons(uow: UnitOfWork, campaign_id: int) -> dict[str, int]:
-    """Why the campaign's cancelled steps were cancelled, most frequent first. The reason is
-    not in the queue index: this reads every cancelled step, so only the cancelled tab asks."""
+#: Cancel reasons are counted over this many of each template's latest cancelled steps: the
+#: reason is not in the queue index, so counting all of them reads every cancelled row.
+REASONS_SAMPLE = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class CancelReasons:
+    counts: dict[str, int]  # most frequent first
+    counted: int
+    complete: bool  # False: only the latest REASONS_SAMPLE per step of the campaign
+
+
+def cancel_reasons(uow: UnitOfWork, campaign_id: int) -> CancelReasons:
+    """Why the campaign's latest cancelled steps were cancelled."""
     c = _campaign(uow, campaign_id)
     counts: dict[str, int] = {}
+    complete = True
     for template_id in _template_ids(uow, c.id):
-        for reason, n in uow.session.execute(
-            select(m.Step.cancel_reason, func.count())
+        latest = (
+            select(m.Step.cancel_reason)
             .where(m.Step.campaign_step_id == template_id, m.Step.state == StepState.CANCELLED)
-            .group_by(m.Step.cancel_reason)
-        ):
+            .order_by(m.Step.due_at.desc(), m.Step.id.desc())
+            .limit(REASONS_SAMPLE + 1)
+        )
+        reasons = list(uow.session.scalars(latest))
+        complete = complete and len(reasons) <= REASONS_SAMPLE
+        for reason in reasons[:REASONS_SAMPLE]:
             key = reason or "unspecified"
-            counts[key] = counts.get(key, 0) + n
-    return dict(sorted(counts.items(), key=lambda item: -item[1]))
+            counts[key] = counts.get(key, 0) + 1
+    ordered = dict(sorted(counts.items(), key=lambda item: -item[1]))
+    return CancelReasons(ordered, sum(counts.values()), complete)
 
 
 def sends_per_day(uow: UnitOfWork, campaign_id: int, *, days: int = 14) -> SendsPerDay:

@@ -58,8 +58,9 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.campaign_queue(uow, campaign_id, state, page=page, per_page=per_page)
 
-    @routes.get("/campaigns/{campaign_id}/cancel-reasons", response_model=dict[str, int])
-    def cancel_reasons(caller: Token, campaign_id: ObjectId) -> dict[str, int]:
+    @routes.get("/campaigns/{campaign_id}/cancel-reasons", response_model=s.CancelReasons)
+    def cancel_reasons(caller: Token, campaign_id: ObjectId) -> q.CancelReasons:
+        """Why the latest cancelled steps were cancelled (`complete`: all of them were counted)."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.cancel_reasons(uow, campaign_id)
 

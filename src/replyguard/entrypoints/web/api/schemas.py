@@ -89,6 +89,12 @@ class QueueRow(Model):
     lead_state: str
 
 
+class CancelReasons(Model):
+    counts: dict[str, int]
+    counted: int
+    complete: bool
+
+
 class DaySends(Model):
     day: date
     campaign: int

@@ -32,7 +32,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         with ctx.scoped.read(who.workspace_id) as uow:
             detail = q.campaign_detail(uow, campaign_id)
             queue = q.campaign_queue(uow, campaign_id, state, page=max(1, page))
-            reasons = q.cancel_reasons(uow, campaign_id) if state == "cancelled" else {}
+            reasons = q.cancel_reasons(uow, campaign_id) if state == "cancelled" else None
             sends = q.sends_per_day(uow, campaign_id)
             activity = reply_activity(uow, days=30, campaign_id=campaign_id)[0]
         context = {"notice": "", "approved": None, "enroll": None, **extra}
