@@ -89,7 +89,8 @@ def more_steps(conn: Connection, extra_per_lead: int) -> None:
     """Positions 4.. for every lead, copied from its first three (same templates)."""
     rounds = -(-extra_per_lead // 3)
     g = f"WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < {rounds})"
-    new_id = f"s.id + 5 * {BLOCK} * 100 + g.n * {BLOCK} * 1000"
+    # Literals past 2**31 make PostgreSQL compute in bigint (int * int would overflow).
+    new_id = f"s.id + {5 * BLOCK * 100} + g.n * {BLOCK * 1000}"
     copied = step_copy(new_id, "s.enrollment_id", "s.lead_id", "s.position + 3 * g.n", "'m' || g.n")
     conn.execute(
         text(
@@ -108,7 +109,7 @@ def spread_states(conn: Connection, postgres: bool) -> None:
     def days_ago(days: str) -> tuple[str, str]:
         if postgres:
             return (
-                f"(CAST(:start AS DATE) - ({days}))",
+                f"(CAST(:start AS DATE) - CAST({days} AS INTEGER))",
                 f"(CAST(:now AS TIMESTAMPTZ) - make_interval(days => ({days})::int))",
             )
         return f"date(:start, '-' || ({days}) || ' days')", f"datetime(:now, '-' || ({days}) || ' days')"
@@ -265,6 +266,7 @@ def main() -> int:
             with serving(app) as base:
                 for row in measure(base, pages(app), args.requests):
                     results.append({"db": kind, **row})
+                    console.print(f"{kind}: {row['page']}: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms")
             app.close()
     table = Table(title=f"pages with {args.leads:,} leads and {args.steps:,} steps (real HTTP, signed in)")
     for col in ("db", "page", "p50 ms", "p95 ms", "max ms"):

@@ -18,7 +18,7 @@ UNMATCHED = (
     b"From: Someone <someone@elsewhere.test>\r\nTo: dana@northwind-analytics.test\r\nSubject: Hello\r\n"
     b"Message-ID: <fuzz-1@elsewhere.test>\r\nContent-Type: text/html\r\n\r\n<p>Hi <b>there</b></p>\r\n"
 )
-EXAMPLES_PER_OPERATION = 25
+EXAMPLES_PER_OPERATION = 15
 
 
 def test_no_request_makes_the_api_fail(site: Site) -> None:
