@@ -28,8 +28,19 @@ lock: ## Re-resolve every dependency into requirements/dev.lock (after editing p
 
 venv: $(VENV)/.installed
 
-run: $(VENV)/.installed ## Build a demo workspace on SQLite from examples/ and show a reply stopping its queue
-	$(RG) --db sqlite:///demo.db demo --examples examples --outbox demo-outbox
+DEMO_DB       := sqlite:///demo.db
+DEMO_USER     := demo@replyguard.test
+DEMO_PASSWORD := replyguard-demo
+# The demo runs ten simulated days from Monday 2026-12-07; `up` carries on from where it ended.
+DEMO_NOW      := 2026-12-17T06:00:00Z
+
+run: $(VENV)/.installed ## Demo workspace on SQLite, then web + worker at http://127.0.0.1:8000 (Ctrl-C stops)
+	$(RG) --db $(DEMO_DB) demo --examples examples --outbox demo-outbox
+	printf '%s\n' '$(DEMO_PASSWORD)' | $(RG) --db $(DEMO_DB) users add $(DEMO_USER) --name "Demo user"
+	@printf '\n  replyguard is starting at http://127.0.0.1:8000\n'
+	@printf '  sign in as %s, password %s\n' '$(DEMO_USER)' '$(DEMO_PASSWORD)'
+	@printf '  (the demo lives on a simulated clock: it is %s there)\n\n' '$(DEMO_NOW)'
+	REPLYGUARD_TRANSPORT=maildir:demo-outbox $(RG) --db $(DEMO_DB) --now $(DEMO_NOW) up
 
 # Two runs: everything that may share the machine on 2 processes, then the tests marked
 # `serial` (races and the fault campaign, which measure what concurrency does) alone, with

@@ -101,6 +101,21 @@ class Lease(Protocol):
     def release(self) -> None: ...
 
 
+class Health(Protocol):
+    """Told of every completed read and every error, for people to see (never raises)."""
+
+    def polled(self) -> None: ...
+    def failed(self, message: str) -> None: ...
+
+
+class _Unwatched:
+    def polled(self) -> None:
+        pass
+
+    def failed(self, message: str) -> None:
+        pass
+
+
 @dataclass(frozen=True, slots=True)
 class ImapSource:
     host: str
@@ -197,8 +212,10 @@ class ImapPoller:
         ssl_context: ssl.SSLContext | None = None,
         history: bool = False,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        health: Health | None = None,
     ) -> None:
         self.source, self._store, self._lease, self._handle = source, store, lease, handle
+        self._health = health or _Unwatched()
         self.timing = timing or Timing()
         self.use_idle = use_idle
         self.history, self.max_bytes = history, max_bytes
@@ -240,6 +257,7 @@ class ImapPoller:
             # Server restarts, network faults and database hiccups all end here: start over
             # from the stored cursor after a pause, which nothing read can have overtaken.
             self.stats.errors += 1
+            self._health.failed(f"{exc.__class__.__name__}: {str(exc)[:200]}")
             log.warning(
                 "IMAP %s: %s: %s; reconnecting in %.1fs",
                 self.source.key,
@@ -291,6 +309,7 @@ class ImapPoller:
             last = cursor.last_uid
             uids = sorted(uid for uid in client.search(["UID", f"{last + 1}:*"]) if uid > last)
             if not uids:
+                self._health.polled()
                 return total
             for start in range(0, len(uids), FETCH_BATCH):
                 self._read_batch(client, uidvalidity, uids[start : start + FETCH_BATCH], cursor)

@@ -32,6 +32,7 @@ from replyguard.bootstrap import App
 from replyguard.domain.inbound.status import InboundStatus, history_source
 from replyguard.service_layer.ingest import IngestResult, ingest_raw
 from replyguard.service_layer.quarantine import keep_refused
+from replyguard.service_layer.source_health import RecordedHealth
 from replyguard.service_layer.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,7 @@ def imap_poller(
         use_idle=use_idle,
         history=history,
         max_bytes=app.settings.message_max_bytes,
+        health=RecordedHealth(app, source.key, source.password),
     )
 
 

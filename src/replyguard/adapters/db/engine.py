@@ -10,6 +10,9 @@ from sqlalchemy.pool import QueuePool
 
 DEFAULT_URL = "sqlite:///replyguard.db"
 SQLITE_BUSY_MS = 30_000
+#: Execution option of a read-only engine (`read_only_engine`): no write lock on SQLite, a
+#: READ ONLY transaction on PostgreSQL.
+READ_ONLY = "replyguard_read_only"
 
 
 class DatabaseUrlError(ValueError):
@@ -71,10 +74,24 @@ def _sqlite_engine(url: str, *, echo: bool) -> Engine:
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         # Take the write lock up front: SQLite is single-writer, and a transaction that reads
-        # then upgrades to a write can fail with SQLITE_BUSY instead of waiting.
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # then upgrades to a write can fail with SQLITE_BUSY instead of waiting. A read-only
+        # unit of work (web pages, see service_layer/reading.py) takes no lock: WAL gives it
+        # a consistent snapshot while the worker and the reply transaction go on writing.
+        if connection.get_execution_options().get(READ_ONLY):
+            connection.exec_driver_sql("BEGIN DEFERRED")
+        else:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
+
+
+def read_only_engine(engine: Engine) -> Engine:
+    """The same pool, for transactions that only read: a write in one is an error on
+    PostgreSQL, and on SQLite it does not wait for (or block) the single writer."""
+    options: dict[str, Any] = {READ_ONLY: True}
+    if engine.dialect.name == "postgresql":
+        options["postgresql_readonly"] = True
+    return engine.execution_options(**options)
 
 
 def is_postgres(engine: Engine) -> bool:

@@ -203,7 +203,13 @@ class Step(Base):
         UniqueConstraint("enrollment_id", "position"),
         Index("ix_steps_due", "state", "due_at"),
         Index("ix_steps_lead_state", "lead_id", "state"),
-        Index("ix_steps_mailbox_day", "mailbox_id", "send_day"),
+        # The daily cap (claiming) and sends per day (the campaign page) count a mailbox's
+        # steps per day and state from this index alone; per campaign through campaign_step_id.
+        Index("ix_steps_mailbox_day", "mailbox_id", "send_day", "state", "campaign_step_id"),
+        # The campaign page: its queue counted by state and listed in due order from the index
+        # alone (a campaign's steps are found through its few campaign_steps rows; `id` breaks
+        # ties in due time, so a page is a range of the index: service_layer/queries/campaigns.py).
+        Index("ix_steps_campaign_queue", "campaign_step_id", "state", "due_at", "id"),
     )
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
@@ -258,6 +264,8 @@ class OutboundMessage(Base):
 
 class Reply(Base):
     __tablename__ = "replies"
+    # Replies per day per campaign (the charts) read a window of received_at.
+    __table_args__ = (Index("ix_replies_workspace_received", "workspace_id", "received_at"),)
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
     lead_id: Mapped[int] = mapped_column(ForeignKey("leads.id"), index=True)
@@ -500,6 +508,12 @@ class MailboxCursor(Base):
     lease_owner: Mapped[str | None] = mapped_column(String(100))
     lease_until: Mapped[datetime | None]
     updated_at: Mapped[datetime]
+    # Health, for the inbound page and /metrics: the last completed read of the folder, the
+    # last error (never with a password: see service_layer/source_health.py) and how many.
+    last_poll_at: Mapped[datetime | None]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    last_error_at: Mapped[datetime | None]
+    error_count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class WebhookNonce(Base):
@@ -516,3 +530,67 @@ class WebhookNonce(Base):
     provider: Mapped[str] = mapped_column(String(20))
     nonce: Mapped[str] = mapped_column(String(200))
     seen_at: Mapped[datetime] = mapped_column(index=True)
+
+
+class User(Base):
+    """A person who signs in to the web workspace. Belongs to exactly one workspace, so an
+    email address is unique across the installation: signing in needs no workspace name."""
+
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
+    email: Mapped[str] = mapped_column(String(320), unique=True)  # normalised, lower case
+    name: Mapped[str] = mapped_column(String(200), default="")
+    password_hash: Mapped[str] = mapped_column(String(200))  # Argon2id, PHC string
+    created_at: Mapped[datetime]
+    last_login_at: Mapped[datetime | None]
+    disabled_at: Mapped[datetime | None]
+
+
+class WebSession(Base):
+    """A signed-in browser. The cookie holds a random token; only its SHA-256 is stored, so a
+    copy of the database opens no session. `csrf_token` is the form token of this session."""
+
+    __tablename__ = "web_sessions"
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    last_seen_at: Mapped[datetime]
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+
+
+class ApiToken(Base):
+    """A workspace's key to the REST API (`Authorization: Bearer`). Shown once at creation;
+    stored as SHA-256 (the token is 256 random bits: a slow hash would add nothing)."""
+
+    __tablename__ = "api_tokens"
+    __table_args__ = (UniqueConstraint("workspace_id", "name"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))  # enough to recognise it in a list
+    created_by: Mapped[str] = mapped_column(String(320))
+    created_at: Mapped[datetime]
+    last_used_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+
+
+class LoginAttempt(Base):
+    """A sign-in attempt: the login rate limit's memory, shared by every web process and kept
+    across restarts. Not workspace-scoped: it is written before anyone is known. The account
+    is stored as a digest: people type passwords into the email field too."""
+
+    __tablename__ = "login_attempts"
+    __table_args__ = (
+        Index("ix_login_attempts_account_at", "account_key", "at"),
+        Index("ix_login_attempts_ip_at", "ip", "at"),
+    )
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    account_key: Mapped[str] = mapped_column(String(64))
+    ip: Mapped[str] = mapped_column(String(64))
+    succeeded: Mapped[bool] = mapped_column(Boolean)
+    at: Mapped[datetime] = mapped_column(index=True)

@@ -428,6 +428,9 @@ from replyguard.entrypoints.cli import (  # noqa: E402
     senders_cmd,
     serve_cmd,
     steps_cmd,
+    tokens_cmd,
+    up_cmd,
+    users_cmd,
 )
 
 inspect_cmd.register(app)
@@ -446,6 +449,9 @@ from replyguard.entrypoints.cli import notify_cmd, threads_cmd  # noqa: E402
 
 threads_cmd.register(app)
 notify_cmd.register(app)
+users_cmd.register(app)
+tokens_cmd.register(app)
+up_cmd.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,5 @@
-"""`replyguard serve`: the HTTP surface (one-click unsubscribe, inbound webhooks) via uvicorn."""
+"""`replyguard serve`: the HTTP surface (the web workspace and REST API, one-click unsubscribe,
+inbound webhooks) via uvicorn. `replyguard up` serves the same app next to the worker."""
 
 from __future__ import annotations
 
@@ -30,18 +31,33 @@ def register(app: typer.Typer) -> None:
         host: Annotated[str, typer.Option("--host", help="Interface to bind.")] = "127.0.0.1",
         port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
     ) -> None:
-        """Serve one-click unsubscribe and the Mailgun/Postmark/SendGrid inbound webhooks."""
+        """Serve the web workspace, the REST API, one-click unsubscribe and the inbound webhooks."""
+        import os
+
         import uvicorn
 
-        from replyguard.entrypoints.cli.app import open_app
+        from replyguard.entrypoints.cli.app import fail, open_app
         from replyguard.entrypoints.http import create_app
+        from replyguard.entrypoints.logs import configure_logging
         from replyguard.service_layer.quarantine import Sweeper
 
+        log_format = os.environ.get("REPLYGUARD_LOG_FORMAT")
+        if log_format:  # otherwise uvicorn's own log format, as before
+            try:
+                configure_logging(log_format)
+            except ValueError as exc:
+                fail(str(exc), code=2)
         instance = open_app(ctx, running_clock=True)
         logging.getLogger("uvicorn.access").addFilter(RedactSecrets())
         try:
             with Sweeper(instance):  # messages a crash left stored but unprocessed
                 # h11's limit on a request's header section (16 KiB by default) stays in force.
-                uvicorn.run(create_app(instance), host=host, port=port, proxy_headers=True)
+                uvicorn.run(
+                    create_app(instance),
+                    host=host,
+                    port=port,
+                    proxy_headers=True,
+                    log_config=None if log_format else uvicorn.config.LOGGING_CONFIG,
+                )
         finally:
             instance.close()

@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 
 
 def create_app(app: App) -> FastAPI:
-    """An ASGI app serving one-click unsubscribe, the inbound webhooks and /healthz."""
+    """An ASGI app serving one-click unsubscribe, the inbound webhooks, /healthz and the web
+    workspace (entrypoints/web)."""
     api = FastAPI(title="replyguard", docs_url=None, redoc_url=None, openapi_url=None)
     api.state.replyguard = app
     gate = Gate(app.settings.inbound_max_concurrent)
@@ -55,6 +56,10 @@ def create_app(app: App) -> FastAPI:
     def bad_form(request: Request, exc: Exception) -> PlainTextResponse:
         record_refusal(app, request, 400, str(exc), [])
         return PlainTextResponse("bad request", status_code=400)
+
+    from replyguard.entrypoints.web import install  # the pages, /api/v1, /metrics, /readyz
+
+    install(api, app)
 
     @api.exception_handler(SQLAlchemyError)
     def storage_down(_request: Request, exc: Exception) -> JSONResponse:

@@ -1,0 +1,283 @@
+"""Page render times with 100k leads and 1M steps, through real HTTP to the app under uvicorn,
+on SQLite and PostgreSQL.
+
+    python bench/web_pages.py [--leads 100000] [--steps 1000000] [--requests 50] [--db sqlite,postgresql]
+
+1,000 leads are imported and enrolled through the services; the rest is copied from them with
+SQL (contacts, addresses, leads, enrollments, steps with ids offset per copy), then each lead
+gets more steps until the campaign holds --steps. States are spread like a campaign that has
+run for two weeks (sent, scheduled, waiting for approval, cancelled with reasons, failed,
+unknown), with replies and a `step_sent` event per sent step. Each page is requested
+--requests times after 5 warm-ups by a signed-in session; p50/p95/max are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx
+import uvicorn
+from bench.common import percentile, scratch_db, workspace, write_result
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import Connection, text
+
+from replyguard.bootstrap import App
+from replyguard.entrypoints.http import create_app
+from replyguard.service_layer.accounts import add_user
+
+PASSWORD = "benchmark password"  # noqa: S105 (a scratch database, dropped after the run)
+SEED = 1000
+BLOCK = 10_000_000  # id offset per copy: no copied id meets another
+
+
+def copy_leads(conn: Connection, copies: int) -> None:
+    """Copies 1..copies of the first SEED leads, with everything hanging off them."""
+    g = f"WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < {copies})"
+    o = f"g.n * {BLOCK}"
+    statements = [
+        "INSERT INTO contacts (id, workspace_id, first_name, last_name, company, title, timezone, "
+        f"owner, fields, created_at) {g} SELECT c.id + {o}, c.workspace_id, c.first_name || g.n, "
+        "'Copy', 'Company ' || (c.id % 500), c.title, c.timezone, c.owner, c.fields, c.created_at "
+        "FROM contacts c, g",
+        "INSERT INTO contact_addresses (id, workspace_id, contact_id, address, domain, is_primary) "
+        f"{g} SELECT a.id + {o}, a.workspace_id, a.contact_id + {o}, 'c' || g.n || '.' || a.address, "
+        "a.domain, a.is_primary FROM contact_addresses a, g",
+        "INSERT INTO leads (id, workspace_id, contact_id, product_id, reply_state, "
+        "reply_state_updated_at, last_reply_id, paused_until, hold_reason, created_at) "
+        f"{g} SELECT l.id + {o}, l.workspace_id, l.contact_id + {o}, l.product_id, l.reply_state, "
+        "l.reply_state_updated_at, NULL, NULL, NULL, l.created_at FROM leads l, g",
+        "INSERT INTO enrollments (id, workspace_id, lead_id, campaign_id, state, created_at) "
+        f"{g} SELECT e.id + {o}, e.workspace_id, e.lead_id + {o}, e.campaign_id, e.state, "
+        "e.created_at FROM enrollments e, g",
+        f"INSERT INTO steps ({STEP_COLUMNS}) {g} SELECT "
+        f"{step_copy(f's.id + {o}', f's.enrollment_id + {o}', f's.lead_id + {o}', 's.position', 'g.n')} "
+        "FROM steps s, g",
+    ]
+    for sql in statements:
+        conn.execute(text(sql))
+
+
+STEP_COLUMNS = (
+    "id, workspace_id, enrollment_id, lead_id, mailbox_id, campaign_step_id, position, state, due_at, "
+    'send_key, message_id, to_address, subject, subject_key, body, in_reply_to, "references", '
+    "claim_token, lease_until, send_day, attempts, last_error, cancel_reason, cancel_requested, crossed, "
+    "sent_at, updated_at"
+)
+
+
+def step_copy(step_id: str, enrollment: str, lead: str, position: str, tag: str) -> str:
+    return (
+        f"{step_id}, s.workspace_id, {enrollment}, {lead}, s.mailbox_id, s.campaign_step_id, {position}, "
+        f"s.state, s.due_at, s.send_key || '.' || {tag}, '<c' || {tag} || '.' || substr(s.message_id, 2), "
+        's.to_address, s.subject, s.subject_key, s.body, s.in_reply_to, s."references", NULL, NULL, '
+        "s.send_day, 0, NULL, NULL, s.cancel_reason IS NOT NULL AND 1 = 0, s.crossed, s.sent_at, s.updated_at"
+    )
+
+
+def more_steps(conn: Connection, extra_per_lead: int) -> None:
+    """Positions 4.. for every lead, copied from its first three (same templates)."""
+    rounds = -(-extra_per_lead // 3)
+    g = f"WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < {rounds})"
+    # Literals past 2**31 make PostgreSQL compute in bigint (int * int would overflow).
+    new_id = f"s.id + {5 * BLOCK * 100} + g.n * {BLOCK * 1000}"
+    copied = step_copy(new_id, "s.enrollment_id", "s.lead_id", "s.position + 3 * g.n", "'m' || g.n")
+    conn.execute(
+        text(
+            f"INSERT INTO steps ({STEP_COLUMNS}) {g} SELECT {copied} FROM steps s, g "
+            f"WHERE s.position <= 3 AND 3 * (g.n - 1) + s.position <= {extra_per_lead}"
+        )
+    )
+
+
+def spread_states(conn: Connection, postgres: bool) -> None:
+    """A campaign that has been sending for 200 days: 40% sent (2,000 a day from its one
+    mailbox, far above any real mailbox's cap), 30% scheduled, 10% waiting for approval, 15%
+    cancelled with three reasons, 3% failed, 2% unknown; replies from a fifth of the leads
+    in the last 30 days, and a `step_sent` event per sent step."""
+
+    def days_ago(days: str) -> tuple[str, str]:
+        if postgres:
+            return (
+                f"(CAST(:start AS DATE) - CAST({days} AS INTEGER))",
+                f"(CAST(:now AS TIMESTAMPTZ) - make_interval(days => ({days})::int))",
+            )
+        return f"date(:start, '-' || ({days}) || ' days')", f"datetime(:now, '-' || ({days}) || ' days')"
+
+    day, sent_at = days_ago("id % 200")
+    at = {"start": "2026-12-07", "now": "2026-12-07 10:00:00"}
+    state = (
+        "CASE WHEN id % 100 < 40 THEN 'sent' WHEN id % 100 < 70 THEN 'scheduled' "
+        "WHEN id % 100 < 80 THEN 'awaiting_approval' WHEN id % 100 < 95 THEN 'cancelled' "
+        "WHEN id % 100 < 98 THEN 'failed' ELSE 'unknown' END"
+    )
+    reason = (
+        "CASE WHEN id % 100 >= 80 AND id % 100 < 95 THEN (CASE WHEN id % 3 = 0 THEN 'reply:human_reply' "
+        "WHEN id % 3 = 1 THEN 'stopped by a person' ELSE 'refused' END) END"
+    )
+    sent = "id % 100 < 40"
+    conn.execute(
+        text(
+            f"UPDATE steps SET state = {state}, cancel_reason = {reason}, "
+            f"send_day = CASE WHEN {sent} THEN {day} END, sent_at = CASE WHEN {sent} THEN {sent_at} END"
+        ),
+        at,
+    )
+    conn.execute(
+        text(
+            "INSERT INTO events (workspace_id, lead_id, step_id, kind, at, data) "
+            "SELECT workspace_id, lead_id, id, 'step_sent', sent_at, '{}' FROM steps WHERE state = 'sent'"
+        )
+    )
+    _, received = days_ago("id % 30")
+    kind = (
+        "CASE id % 4 WHEN 0 THEN 'human_reply' WHEN 1 THEN 'out_of_office' "
+        "WHEN 2 THEN 'bounce_hard' ELSE 'auto_reply' END"
+    )
+    conn.execute(
+        text(
+            "INSERT INTO replies (workspace_id, lead_id, kind, source, evidence, received_at, recorded_at) "
+            f"SELECT workspace_id, id, {kind}, 'bench', '[]', {received}, {received} "
+            "FROM leads WHERE id % 5 = 0"
+        ),
+        at,
+    )
+
+
+def build(url: str, leads: int, steps: int, console: Console) -> App:
+    t0 = time.perf_counter()
+    app = workspace(url, SEED)
+    with app.engine.begin() as conn:
+        copy_leads(conn, leads // SEED - 1)
+    with app.engine.begin() as conn:
+        more_steps(conn, max(0, steps // leads - 3))
+    postgres = app.postgres
+    with app.engine.begin() as conn:
+        spread_states(conn, postgres)
+    if postgres:
+        # What autovacuum does for a table in use: fresh statistics and the visibility map
+        # that lets a count read the index alone. SQLite gathers no statistics by itself, so
+        # it gets none here either: the pages must be fast with the planner's defaults.
+        with app.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM ANALYZE"))
+    with app.engine.begin() as conn:
+        counts = conn.execute(text("SELECT (SELECT count(*) FROM leads), (SELECT count(*) FROM steps)")).one()
+    with app.uow() as uow:
+        add_user(uow, "bench@example.test", PASSWORD)
+        uow.commit()
+    took = time.perf_counter() - t0
+    console.print(f"{app.engine.dialect.name}: {counts[0]:,} leads, {counts[1]:,} steps in {took:.0f} s")
+    return app
+
+
+@contextmanager
+def serving(app: App) -> Iterator[str]:
+    sock = socket.socket()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as `replyguard up` does
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(create_app(app), log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        thread.join(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def signed_in(client: httpx.Client) -> None:
+    token = re.search(r'name="login_token" value="([^"]+)"', client.get("/login").text)
+    assert token
+    client.post(
+        "/login", data={"email": "bench@example.test", "password": PASSWORD, "login_token": token.group(1)}
+    )
+
+
+def pages(app: App) -> dict[str, str]:
+    with app.engine.connect() as conn:
+        campaign = conn.execute(text("SELECT id FROM campaigns")).scalar_one()
+        lead = conn.execute(text("SELECT max(id) FROM leads")).scalar_one()
+    return {
+        "campaign page (awaiting approval)": f"/campaigns/{campaign}",
+        "campaign page, sent tab": f"/campaigns/{campaign}?state=sent",
+        "campaign page, cancelled tab (reasons)": f"/campaigns/{campaign}?state=cancelled",
+        "campaign page, sent tab, page 200": f"/campaigns/{campaign}?state=sent&page=200",
+        "campaigns list": "/campaigns",
+        "leads list": "/leads",
+        "leads search": "/leads?q=lead4242",
+        "lead page (timeline)": f"/leads/{lead}",
+        "inbound": "/inbound",
+        "reports (30 days)": "/reports",
+        "metrics scrape": "/metrics",
+    }
+
+
+def measure(base: str, paths: dict[str, str], requests: int) -> list[dict[str, object]]:
+    rows = []
+    with httpx.Client(base_url=base, timeout=120) as client:
+        signed_in(client)
+        for name, path in paths.items():
+            samples = []
+            for i in range(5 + requests):
+                t = time.perf_counter()
+                response = client.get(path)
+                elapsed = time.perf_counter() - t
+                assert response.status_code == 200, (path, response.status_code)
+                if i >= 5:
+                    samples.append(elapsed * 1000)
+            rows.append(
+                {
+                    "page": name,
+                    "path": path,
+                    "n": len(samples),
+                    "p50_ms": round(percentile(samples, 50), 1),
+                    "p95_ms": round(percentile(samples, 95), 1),
+                    "max_ms": round(max(samples), 1),
+                }
+            )
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--leads", type=int, default=100_000)
+    parser.add_argument("--steps", type=int, default=1_000_000)
+    parser.add_argument("--requests", type=int, default=30)
+    parser.add_argument("--db", default="sqlite,postgresql")
+    args = parser.parse_args()
+    console = Console()
+    results = []
+    for kind in args.db.split(","):
+        with scratch_db(kind, "web") as url:
+            app = build(url, args.leads, args.steps, console)
+            with serving(app) as base:
+                for row in measure(base, pages(app), args.requests):
+                    results.append({"db": kind, **row})
+                    console.print(f"{kind}: {row['page']}: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms")
+            app.close()
+    table = Table(title=f"pages with {args.leads:,} leads and {args.steps:,} steps (real HTTP, signed in)")
+    for col in ("db", "page", "p50 ms", "p95 ms", "max ms"):
+        table.add_column(col, justify="left" if col == "page" else "right")
+    for r in results:
+        table.add_row(str(r["db"]), str(r["page"]), f"{r['p50_ms']}", f"{r['p95_ms']}", f"{r['max_ms']}")
+    console.print(table)
+    path = write_result("web_pages", {"leads": args.leads, "steps": args.steps, "rows": results})
+    console.print(f"written {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

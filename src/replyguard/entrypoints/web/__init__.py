@@ -1,0 +1,133 @@
+"""The web workspace: server-rendered pages, the REST API (/api/v1, OpenAPI at /docs),
+/metrics and /readyz, on the FastAPI app of `entrypoints/http`.
+
+`install(api, app)` adds everything to an existing FastAPI application; the webhooks and
+one-click unsubscribe stay where they are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import fastapi_offline
+from fastapi import FastAPI
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.routing import iter_route_contexts
+from fastapi.staticfiles import StaticFiles
+from prometheus_client import CollectorRegistry
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+
+from replyguard import __version__
+from replyguard.bootstrap import App
+from replyguard.entrypoints.web import api, ops, pages
+from replyguard.entrypoints.web.config import WebSettings
+from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.middleware import SecurityHeaders
+from replyguard.entrypoints.web.render import Renderer
+from replyguard.entrypoints.web.security import CsrfRefused, LoginRequired, make_guards
+from replyguard.service_layer.queries import NotFound
+from replyguard.service_layer.scoped import Scoped
+
+__all__ = ["WebSettings", "install"]
+
+#: Paths whose errors stay JSON (machines call them); everything else is a page.
+MACHINE_PREFIXES = ("/api/", "/hooks/", "/u/", "/healthz", "/readyz", "/metrics", "/openapi.json")
+DOCS_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+def install(api_app: FastAPI, app: App, settings: WebSettings | None = None) -> None:
+    ctx = WebContext(app, Scoped(app.engine, app.clock), settings or WebSettings.from_env(), Renderer())
+    guards = make_guards(ctx)
+    registry = CollectorRegistry()
+    for page_router in pages.routers(ctx, guards):
+        api_app.include_router(page_router)
+    api_app.include_router(api.router(ctx, guards))
+    api_app.include_router(ops.router(ctx, registry))
+    api_app.mount("/static", StaticFiles(packages=[("replyguard.entrypoints.web", "static")]), name="static")
+    swagger = Path(fastapi_offline.__file__).parent / "static"
+    api_app.mount("/docs-assets", StaticFiles(directory=swagger), name="docs-assets")
+    _openapi(api_app, ctx)
+    _errors(api_app, ctx)
+    api_app.add_middleware(ops.HttpMetrics, registry=registry)
+    api_app.add_middleware(SecurityHeaders)
+
+
+def _openapi(api_app: FastAPI, ctx: WebContext) -> None:
+    """OpenAPI of /api/v1 only (pages and webhooks are not the REST API), and Swagger UI."""
+    cache: dict[str, Any] = {}
+
+    def schema() -> Any:
+        if "schema" not in cache:
+            routes = [r for r in iter_route_contexts(api_app.routes) if (r.path or "").startswith(api.PREFIX)]
+            cache["schema"] = get_openapi(
+                title="replyguard",
+                version=__version__,
+                description="The REST API of a replyguard workspace. Authenticate with "
+                "`Authorization: Bearer <token>` (`replyguard tokens create`).",
+                routes=routes,
+            )
+            cache["schema"]["components"]["securitySchemes"] = {
+                "bearer": {"type": "http", "scheme": "bearer"}
+            }
+            cache["schema"]["security"] = [{"bearer": []}]
+        return cache["schema"]
+
+    @api_app.get("/openapi.json", include_in_schema=False)
+    def openapi_json() -> JSONResponse:
+        return JSONResponse(schema())
+
+    @api_app.get("/docs", include_in_schema=False)
+    def docs(request: Request) -> Response:
+        return ctx.renderer.page(request, "docs.html", {}, csp=DOCS_CSP)
+
+
+def _machine(request: Request) -> bool:
+    return request.url.path.startswith(MACHINE_PREFIXES)
+
+
+def _errors(api_app: FastAPI, ctx: WebContext) -> None:
+    def error_page(request: Request, status: int, message: str) -> Response:
+        viewer = getattr(request.state, "viewer", None)
+        context = {"viewer": viewer, "status": status, "message": message}
+        return ctx.renderer.page(request, "error.html", context, status=status)
+
+    @api_app.exception_handler(LoginRequired)
+    def login_required(request: Request, _exc: Exception) -> Response:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
+
+    @api_app.exception_handler(CsrfRefused)
+    def csrf_refused(request: Request, _exc: Exception) -> Response:
+        return error_page(
+            request, 403, "This form expired or did not come from this site. Reload the page and try again."
+        )
+
+    @api_app.exception_handler(NotFound)
+    def not_found(request: Request, exc: Exception) -> Response:
+        if _machine(request):
+            return JSONResponse({"detail": "not found"}, status_code=404)
+        return error_page(request, 404, "There is nothing here, or it belongs to another workspace.")
+
+    @api_app.exception_handler(StarletteHTTPException)
+    def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if _machine(request):
+            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+        message = "There is nothing here." if exc.status_code == 404 else str(exc.detail)
+        return error_page(request, exc.status_code, message)
+
+    @api_app.exception_handler(RequestValidationError)
+    def invalid(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        if _machine(request):
+            return JSONResponse({"detail": jsonable_encoder(exc.errors())}, status_code=422)
+        return error_page(request, 400, "The request was not understood: a field is missing or malformed.")

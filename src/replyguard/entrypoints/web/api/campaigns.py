@@ -1,0 +1,107 @@
+"""/api/v1/campaigns: list, create from TOML, read, the queue, sends per day, activity,
+approve waiting steps, enroll."""
+
+# No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+
+from replyguard.domain.campaign_spec import CampaignSpecError
+from replyguard.entrypoints.web.api import schemas as s
+from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.params import ObjectId, PageNumber, PerPage
+from replyguard.entrypoints.web.security import Caller, Guards
+from replyguard.service_layer.approvals import approve_in_campaign
+from replyguard.service_layer.bulk import enroll_in_chunks
+from replyguard.service_layer.campaigns import create_campaign
+from replyguard.service_layer.queries import campaigns as q
+from replyguard.service_layer.queries.charts import reply_activity
+
+QueueState = Literal["scheduled", "awaiting_approval", "sending", "sent", "cancelled", "failed", "unknown"]
+
+
+def router(ctx: WebContext, guards: Guards) -> APIRouter:
+    routes = APIRouter(tags=["campaigns"])
+    Token = Annotated[Caller, Depends(guards.caller)]
+
+    @routes.get("/campaigns", response_model=list[s.CampaignRow])
+    def list_campaigns(caller: Token) -> list[q.CampaignRow]:
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            return q.list_campaigns(uow)
+
+    @routes.post("/campaigns", response_model=s.CampaignCreated, status_code=201)
+    def create_campaign_from_toml(caller: Token, body: s.CampaignSource) -> object:
+        """Create a campaign from its TOML file. An identical file again changes nothing."""
+        try:
+            with ctx.scoped.write(caller.workspace_id) as uow:
+                created = create_campaign(uow, body.toml)
+                uow.commit()
+        except CampaignSpecError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return created
+
+    @routes.get("/campaigns/{campaign_id}", response_model=s.Campaign)
+    def get_campaign(caller: Token, campaign_id: ObjectId) -> q.CampaignDetail:
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            return q.campaign_detail(uow, campaign_id)
+
+    @routes.get("/campaigns/{campaign_id}/queue", response_model=s.PageOf[s.QueueRow])
+    def campaign_queue(
+        caller: Token,
+        campaign_id: ObjectId,
+        state: QueueState = "awaiting_approval",
+        page: PageNumber = 1,
+        per_page: PerPage = 50,
+    ) -> object:
+        """The campaign's steps in one queue state ("sending" includes claimed steps)."""
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            return q.campaign_queue(uow, campaign_id, state, page=page, per_page=per_page)
+
+    @routes.get("/campaigns/{campaign_id}/cancel-reasons", response_model=s.CancelReasons)
+    def cancel_reasons(caller: Token, campaign_id: ObjectId) -> q.CancelReasons:
+        """Why the latest cancelled steps were cancelled (`complete`: all of them were counted)."""
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            return q.cancel_reasons(uow, campaign_id)
+
+    @routes.get("/campaigns/{campaign_id}/sends-per-day", response_model=s.SendsPerDay)
+    def sends_per_day(
+        caller: Token, campaign_id: ObjectId, days: Annotated[int, Query(ge=1, le=90)] = 14
+    ) -> q.SendsPerDay:
+        """Sends per day of the campaign and of its mailbox, against the mailbox's cap."""
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            return q.sends_per_day(uow, campaign_id, days=days)
+
+    @routes.get("/campaigns/{campaign_id}/activity", response_model=s.CampaignActivity)
+    def campaign_activity(
+        caller: Token, campaign_id: ObjectId, days: Annotated[int, Query(ge=1, le=366)] = 30
+    ) -> object:
+        """Replies, out-of-office answers and bounces per day."""
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            return reply_activity(uow, days=days, campaign_id=campaign_id)[0]
+
+    @routes.post("/campaigns/{campaign_id}/approve", response_model=s.Approved)
+    def approve_steps(caller: Token, campaign_id: ObjectId, body: s.Approve) -> s.Approved:
+        """Approve waiting steps: the listed ones, or all (optionally only at one position)."""
+        with ctx.scoped.write(caller.workspace_id) as uow:
+            count = approve_in_campaign(
+                uow, campaign_id, approver=caller.actor, step_ids=body.step_ids, position=body.position
+            )
+            uow.commit()
+        return s.Approved(approved=count)
+
+    @routes.post("/campaigns/{campaign_id}/enroll", response_model=s.Enrolled)
+    def enroll_leads(caller: Token, campaign_id: ObjectId, body: s.Enroll) -> s.Enrolled:
+        """Enroll the product's leads not yet in the campaign (or one lead by email)."""
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            name = q.campaign_detail(uow, campaign_id).name
+        try:
+            report = enroll_in_chunks(lambda: ctx.scoped.write(caller.workspace_id), name, body.email)
+        except LookupError as exc:
+            raise HTTPException(404, str(exc)) from None
+        except ValueError as exc:  # not an email address
+            raise HTTPException(422, str(exc)) from None
+        skipped = [s.Skipped(email=e, why=w) for e, w in report.skipped]
+        return s.Enrolled(enrolled=report.enrolled, already=report.already, skipped=skipped)
+
+    return routes

@@ -1,0 +1,67 @@
+"""/api/v1/leads: search, import a CSV, one lead with its timeline."""
+
+# No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, UploadFile
+
+from replyguard.domain.leads_csv import LeadFileError, read_leads
+from replyguard.entrypoints.web.api import schemas as s
+from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.params import ObjectId, PageNumber, PerPage
+from replyguard.entrypoints.web.security import Caller, Guards
+from replyguard.entrypoints.web.uploads import read_upload
+from replyguard.service_layer.bulk import import_in_chunks
+from replyguard.service_layer.queries import leads as q
+
+LeadState = Literal["active", "replied", "out_of_office", "held", "bounced", "unsubscribed", "stopped"]
+
+
+def router(ctx: WebContext, guards: Guards) -> APIRouter:
+    routes = APIRouter(tags=["leads"])
+    Token = Annotated[Caller, Depends(guards.caller)]
+
+    @routes.get("/leads", response_model=s.PageOf[s.LeadRow])
+    def search_leads(
+        caller: Token,
+        q_: Annotated[str, Query(alias="q", max_length=200)] = "",
+        state: LeadState | None = None,
+        page: PageNumber = 1,
+        per_page: PerPage = 50,
+    ) -> object:
+        """Leads whose address, name or company contains `q`, newest first."""
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            return q.search_leads(uow, q_, state=state, page=page, per_page=per_page)
+
+    @routes.post("/leads/import", response_model=s.Imported)
+    def import_leads_csv(
+        caller: Token,
+        product: Annotated[str, Form(min_length=1, max_length=200)],
+        file: Annotated[UploadFile, File(description="CSV with an email column")],
+    ) -> s.Imported:
+        """Import a CSV as leads of a product. Bad rows are skipped and listed with their line."""
+        product = " ".join(product.split())
+        if not product:
+            raise HTTPException(422, "product: a name is required")
+        try:
+            rows = list(read_leads(read_upload(file, ctx.settings.max_upload_bytes)))
+        except LeadFileError as exc:
+            raise HTTPException(422, str(exc)) from None
+        report = import_in_chunks(lambda: ctx.scoped.write(caller.workspace_id), product, rows)
+        errors = [s.RowError(line=e.line, message=e.message) for e in report.errors]
+        return s.Imported(created=report.created, updated=report.updated, errors=errors)
+
+    @routes.get("/leads/{lead_id}", response_model=s.Lead)
+    def get_lead(caller: Token, lead_id: ObjectId) -> q.LeadDetail:
+        """The lead, its contact, its other products, its steps and its timeline."""
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            return q.lead_detail(uow, lead_id)
+
+    @routes.get("/leads/{lead_id}/timeline", response_model=list[s.TimelineEntry])
+    def lead_timeline(caller: Token, lead_id: ObjectId) -> list[q.TimelineEntry]:
+        """Every event of the contact's leads, across products, newest first."""
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            return q.lead_detail(uow, lead_id).timeline
+
+    return routes

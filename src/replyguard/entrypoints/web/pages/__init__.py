@@ -1,0 +1,17 @@
+"""Server-rendered pages. Every router here but the sign-in one checks the session and, on
+unsafe methods, the form token (see `routers`)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.pages import auth, campaign_new, campaigns, inbound, leads, reports, tokens
+from replyguard.entrypoints.web.security import Guards
+
+
+def routers(ctx: WebContext, guards: Guards) -> list[APIRouter]:
+    protected = APIRouter(dependencies=[Depends(guards.csrf)], include_in_schema=False)
+    for module in (campaign_new, campaigns, leads, inbound, reports, tokens):
+        protected.include_router(module.router(ctx, guards))
+    return [auth.router(ctx, guards), protected]

@@ -1,0 +1,101 @@
+"""Campaign pages: the list, a campaign's page (steps, the queue by state, sends per day
+against the cap, replies per day), approving waiting steps, enrolling. Creating one:
+`campaign_new.py`."""
+
+# No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from replyguard.entrypoints.web.charts import activity_chart, sends_chart
+from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.params import BodyId, ObjectId
+from replyguard.entrypoints.web.security import Guards, Viewer
+from replyguard.service_layer.approvals import approve_in_campaign
+from replyguard.service_layer.bulk import enroll_in_chunks
+from replyguard.service_layer.enrollment import EnrollReport
+from replyguard.service_layer.queries import campaigns as q
+from replyguard.service_layer.queries.charts import reply_activity
+
+
+def router(ctx: WebContext, guards: Guards) -> APIRouter:
+    routes = APIRouter()
+    Who = Annotated[Viewer, Depends(guards.viewer)]
+
+    def render_campaign(
+        request: Request, who: Viewer, campaign_id: int, state: str, page: int, **extra: Any
+    ) -> Response:
+        state = state if state in q.QUEUE else "awaiting_approval"
+        with ctx.scoped.read(who.workspace_id) as uow:
+            detail = q.campaign_detail(uow, campaign_id)
+            queue = q.campaign_queue(uow, campaign_id, state, page=max(1, page))
+            reasons = q.cancel_reasons(uow, campaign_id) if state == "cancelled" else None
+            sends = q.sends_per_day(uow, campaign_id)
+            activity = reply_activity(uow, days=30, campaign_id=campaign_id)[0]
+        context = {"notice": "", "approved": None, "enroll": None, **extra}
+        context.update(
+            viewer=who,
+            active="campaigns",
+            c=detail,
+            state=state,
+            queue_states=q.QUEUE,
+            queue=queue,
+            reasons=reasons,
+            sends=sends,
+            sends_chart=sends_chart(sends),
+            activity=activity,
+            activity_chart=activity_chart(activity),
+        )
+        return ctx.renderer.page(request, "campaign.html", context)
+
+    @routes.get("/campaigns")
+    def campaigns_page(request: Request, who: Who) -> Response:
+        with ctx.scoped.read(who.workspace_id) as uow:
+            rows = q.list_campaigns(uow)
+        context = {"viewer": who, "active": "campaigns", "campaigns": rows}
+        return ctx.renderer.page(request, "campaigns.html", context)
+
+    @routes.get("/campaigns/{campaign_id}")
+    def campaign_page(
+        request: Request,
+        who: Who,
+        campaign_id: ObjectId,
+        state: str = "awaiting_approval",
+        page: int = 1,
+        notice: str = "",
+        approved: int | None = None,
+    ) -> Response:
+        return render_campaign(request, who, campaign_id, state, page, notice=notice, approved=approved)
+
+    @routes.post("/campaigns/{campaign_id}/approve")
+    def approve(
+        who: Who,
+        campaign_id: ObjectId,
+        step_id: Annotated[list[BodyId], Form()] = [],  # noqa: B006 (FastAPI copies defaults)
+        scope: Annotated[str, Form(max_length=20)] = "",
+    ) -> Response:
+        every = scope == "all"
+        with ctx.scoped.write(who.workspace_id) as uow:
+            count = approve_in_campaign(
+                uow, campaign_id, approver=who.email, step_ids=None if every else step_id
+            )
+            uow.commit()
+        target = f"/campaigns/{campaign_id}?state=awaiting_approval&approved={count}"
+        return RedirectResponse(target, status_code=303)
+
+    @routes.post("/campaigns/{campaign_id}/enroll")
+    def enroll(
+        request: Request, who: Who, campaign_id: ObjectId, email: Annotated[str, Form(max_length=320)] = ""
+    ) -> Response:
+        with ctx.scoped.read(who.workspace_id) as uow:
+            name = q.campaign_detail(uow, campaign_id).name
+        try:
+            report = enroll_in_chunks(lambda: ctx.scoped.write(who.workspace_id), name, email.strip() or None)
+        except (LookupError, ValueError) as exc:  # an unknown lead, or not an address at all
+            report = EnrollReport(skipped=[(email.strip(), str(exc))])
+        return render_campaign(request, who, campaign_id, "scheduled", 1, enroll=report)
+
+    return routes

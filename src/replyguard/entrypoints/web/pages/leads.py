@@ -1,0 +1,75 @@
+"""Lead pages: the list with search, the lead page (its timeline across products), and the
+CSV import with the same line-numbered errors as `replyguard leads import`."""
+
+# No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, File, Form, UploadFile
+from starlette.requests import Request
+from starlette.responses import Response
+
+from replyguard.domain.leads_csv import LeadFileError, read_leads
+from replyguard.domain.states import ReplyState
+from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.params import ObjectId
+from replyguard.entrypoints.web.security import Guards, Viewer
+from replyguard.entrypoints.web.uploads import read_upload
+from replyguard.service_layer.bulk import import_in_chunks
+from replyguard.service_layer.queries.leads import lead_detail, search_leads
+from replyguard.service_layer.queries.products import product_names
+
+
+def router(ctx: WebContext, guards: Guards) -> APIRouter:
+    routes = APIRouter()
+    Who = Annotated[Viewer, Depends(guards.viewer)]
+
+    @routes.get("/leads")
+    def leads_page(request: Request, who: Who, q: str = "", state: str = "", page: int = 1) -> Response:
+        state = state if state in set(ReplyState) else ""
+        with ctx.scoped.read(who.workspace_id) as uow:
+            found = search_leads(uow, q[:200], state=state or None, page=max(1, page))
+        context = {"viewer": who, "active": "leads", "q": q, "state": state, "states": list(ReplyState)}
+        return ctx.renderer.page(request, "leads.html", {**context, "leads": found})
+
+    def render_import(request: Request, who: Viewer, *, status: int = 200, **extra: Any) -> Response:
+        with ctx.scoped.read(who.workspace_id) as uow:
+            products = product_names(uow)
+        context = {"error": "", "report": None, "product": "", "filename": "", **extra}
+        context.update(viewer=who, active="leads", products=products)
+        return ctx.renderer.page(request, "leads_import.html", context, status=status)
+
+    @routes.get("/leads/import")
+    def import_page(request: Request, who: Who) -> Response:
+        return render_import(request, who)
+
+    @routes.post("/leads/import")
+    def import_leads_file(
+        request: Request,
+        who: Who,
+        product: Annotated[str, Form(max_length=200)] = "",
+        file: Annotated[UploadFile | None, File()] = None,
+    ) -> Response:
+        product = " ".join(product.split())
+        if not product:
+            return render_import(request, who, error="Name the product these leads belong to.", status=400)
+        if file is None or not file.filename:
+            return render_import(
+                request, who, error="Choose a CSV file to import.", product=product, status=400
+            )
+        data = read_upload(file, ctx.settings.max_upload_bytes)
+        try:
+            rows = list(read_leads(data))
+        except LeadFileError as exc:
+            error = f"{file.filename}: {exc}"
+            return render_import(request, who, error=error, product=product, status=400)
+        report = import_in_chunks(lambda: ctx.scoped.write(who.workspace_id), product, rows)
+        return render_import(request, who, report=report, product=product, filename=file.filename)
+
+    @routes.get("/leads/{lead_id}")
+    def lead_page(request: Request, who: Who, lead_id: ObjectId) -> Response:
+        with ctx.scoped.read(who.workspace_id) as uow:
+            detail = lead_detail(uow, lead_id)
+        return ctx.renderer.page(request, "lead.html", {"viewer": who, "active": "leads", "d": detail})
+
+    return routes

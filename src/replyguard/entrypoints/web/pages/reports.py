@@ -1,0 +1,30 @@
+"""Reports: replies, out-of-office answers and bounces per day, for every campaign."""
+
+# No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+from starlette.requests import Request
+from starlette.responses import Response
+
+from replyguard.entrypoints.web.charts import activity_chart
+from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.security import Guards, Viewer
+from replyguard.service_layer.queries.charts import reply_activity
+
+
+def router(ctx: WebContext, guards: Guards) -> APIRouter:
+    routes = APIRouter()
+    Who = Annotated[Viewer, Depends(guards.viewer)]
+
+    @routes.get("/reports")
+    def reports_page(request: Request, who: Who, days: int = 30) -> Response:
+        days = min(max(days, 7), 180)
+        with ctx.scoped.read(who.workspace_id) as uow:
+            activity = reply_activity(uow, days=days)
+        charts = [(a, activity_chart(a)) for a in activity]
+        context = {"viewer": who, "active": "reports", "charts": charts, "days": days}
+        return ctx.renderer.page(request, "reports.html", context)
+
+    return routes

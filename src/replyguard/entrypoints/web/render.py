@@ -1,0 +1,121 @@
+"""Server-side rendering: one Jinja2 environment (autoescaped, strict), the page response with
+its Content-Security-Policy, and the small filters the templates use."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date, datetime, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from replyguard.entrypoints.web.nav import NAV
+
+#: Pages run our own script and stylesheet only. `img-src data:` is for the inline SVG icons.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'; frame-src 'self'"
+)
+
+#: Badge colour of each state, by family: calm for waiting, green for done, red for trouble.
+_BADGES = {
+    "active": "blue",
+    "scheduled": "blue",
+    "awaiting_approval": "amber",
+    "claimed": "violet",
+    "sending": "violet",
+    "sent": "green",
+    "matched": "green",
+    "ok": "green",
+    "replied": "green",
+    "human_reply": "green",
+    "cancelled": "grey",
+    "stopped": "grey",
+    "completed": "grey",
+    "waiting": "grey",
+    "out_of_office": "amber",
+    "probable": "amber",
+    "stale": "amber",
+    "held": "amber",
+    "auto_reply": "grey",
+    "unknown": "red",
+    "failed": "red",
+    "failing": "red",
+    "bounced": "red",
+    "bounce_hard": "red",
+    "bounce_soft": "amber",
+    "unparsable": "red",
+    "unmatched": "amber",
+    "unsubscribed": "grey",
+    "unsubscribe": "grey",
+    "revoked": "grey",
+}
+
+
+def badge_class(state: object) -> str:
+    return f"badge badge-{_BADGES.get(str(state), 'grey')}"
+
+
+def label(state: object) -> str:
+    return str(state or "").replace("_", " ")
+
+
+def when(value: datetime | date | None) -> str:
+    """`Mon 7 Dec 2026, 14:05 UTC`: unambiguous and short."""
+    if value is None:
+        return "—"
+    if isinstance(value, datetime):
+        return f"{value:%a} {value.day} {value:%b %Y, %H:%M} UTC"
+    return f"{value:%a} {value.day} {value:%b %Y}"
+
+
+def duration(value: timedelta | float | int | None) -> str:
+    """`3d 4h`, `12 min`, `40 s`: the two largest units."""
+    if value is None:
+        return "—"
+    seconds = int(value.total_seconds() if isinstance(value, timedelta) else value)
+    if seconds < 60:
+        return f"{seconds} s"
+    parts = [(seconds // 86400, "d"), (seconds % 86400 // 3600, "h"), (seconds % 3600 // 60, "min")]
+    shown = [f"{n}{u}" if u != "min" else f"{n} min" for n, u in parts if n][:2]
+    return " ".join(shown) or "0 s"
+
+
+class Renderer:
+    def __init__(self) -> None:
+        self.env = Environment(
+            loader=PackageLoader("replyguard.entrypoints.web", "templates"),
+            autoescape=select_autoescape(["html"]),
+            undefined=StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters.update(badge=badge_class, label=label, when=when, duration=duration)
+        self.env.globals.update(nav=NAV)
+
+    def page(
+        self,
+        request: Request,
+        template: str,
+        context: Mapping[str, Any],
+        *,
+        status: int = 200,
+        csp: str = CSP,
+        headers: Mapping[str, str] | None = None,
+    ) -> HTMLResponse:
+        """A full page. Signed-in pages are never cached (they show workspace data)."""
+
+        def url_with(**changes: object) -> str:
+            params = {**request.query_params, **{k: str(v) for k, v in changes.items() if v is not None}}
+            params = {k: v for k, v in params.items() if v != ""}
+            return f"{request.url.path}?{urlencode(params)}" if params else request.url.path
+
+        html = self.env.get_template(template).render(
+            {"request_path": request.url.path, "url_with": url_with, "viewer": None, "active": "", **context}
+        )
+        all_headers = {"Content-Security-Policy": csp, "Cache-Control": "no-store", **(headers or {})}
+        return HTMLResponse(html, status_code=status, headers=all_headers)

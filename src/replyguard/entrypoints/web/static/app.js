@@ -1,0 +1,24 @@
+// replyguard: a little progressive enhancement. Every action works without this file.
+"use strict";
+document.addEventListener("DOMContentLoaded", () => {
+  // "Select all" checkboxes: <input type=checkbox data-select-all="name">.
+  for (const box of document.querySelectorAll("input[data-select-all]")) {
+    box.addEventListener("change", () => {
+      const name = box.getAttribute("data-select-all");
+      for (const other of document.querySelectorAll(`input[type=checkbox][name="${name}"]`)) {
+        other.checked = box.checked;
+      }
+    });
+  }
+  // Ask before actions that cannot be undone: <form data-confirm="...">.
+  for (const form of document.querySelectorAll("form[data-confirm]")) {
+    form.addEventListener("submit", (event) => {
+      if (!window.confirm(form.getAttribute("data-confirm"))) event.preventDefault();
+    });
+  }
+  // Show times in the reader's own zone as a tooltip: <time datetime="...">.
+  for (const t of document.querySelectorAll("time[datetime]")) {
+    const when = new Date(t.getAttribute("datetime"));
+    if (!Number.isNaN(when.getTime())) t.title = when.toLocaleString();
+  }
+});

@@ -1,0 +1,139 @@
+"""`replyguard users`, `tokens` and `up` through the real command line, on a SQLite file."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPLYGUARD = [sys.executable, "-m", "replyguard"]
+PASSWORD = "correct horse battery staple"
+
+
+def env(tmp_path: Path) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("REPLYGUARD_")}
+    clean["REPLYGUARD_DATABASE_URL"] = f"sqlite:///{tmp_path / 'rg.db'}"
+    clean["REPLYGUARD_TRANSPORT"] = f"maildir:{tmp_path / 'outbox'}"
+    clean["COLUMNS"] = "1000"
+    return clean
+
+
+def run(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*REPLYGUARD, *args],
+        check=False,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env(tmp_path),
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    assert run(tmp_path, "init").returncode == 0
+    return tmp_path
+
+
+def test_users_add_reads_the_password_from_stdin_and_refuses_a_second_time(workspace: Path) -> None:
+    added = run(workspace, "users", "add", "Ann@Alpha.test", "--name", "Ann", stdin=PASSWORD + "\n")
+    assert added.returncode == 0, added.stderr
+    assert "ann@alpha.test" in added.stdout and PASSWORD not in added.stdout + added.stderr
+    again = run(workspace, "users", "add", "ann@alpha.test", stdin=PASSWORD + "\n")
+    assert again.returncode == 1 and again.stderr.count("\n") == 1 and "already exists" in again.stderr
+    short = run(workspace, "users", "add", "bob@alpha.test", stdin="short\n")
+    assert short.returncode == 1 and "at least 8" in short.stderr
+    listed = run(workspace, "users", "list")
+    assert "ann@alpha.test" in listed.stdout and "never signed in" in listed.stdout
+
+
+def test_tokens_are_printed_once_listed_without_secret_and_revoked(workspace: Path) -> None:
+    created = run(workspace, "tokens", "create", "ci")
+    assert created.returncode == 0
+    secret = created.stdout.strip()
+    assert secret.startswith("rg_") and "\n" not in secret and "not shown again" in created.stderr
+    (listed,) = json.loads(run(workspace, "tokens", "list", "--json").stdout)
+    assert listed["name"] == "ci" and secret not in json.dumps(listed) and secret.startswith(listed["prefix"])
+    revoked = run(workspace, "tokens", "revoke", str(listed["id"]))
+    assert (
+        revoked.returncode == 0
+        and json.loads(run(workspace, "tokens", "list", "--json").stdout)[0]["revoked"]
+    )
+    unknown = run(workspace, "tokens", "revoke", "999")
+    assert unknown.returncode == 1 and "no API token 999" in unknown.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def lines_of(stream: object) -> queue.Queue[str]:
+    found: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            found.put(line)
+        found.put("")
+
+    threading.Thread(target=pump, daemon=True).start()
+    return found
+
+
+def wait_for(lines: queue.Queue[str], text: str, seen: list[str]) -> None:
+    while True:
+        line = lines.get(timeout=120)
+        seen.append(line)
+        assert line, f"the process ended before saying {text!r}:\n{''.join(seen)}"
+        if text in line:
+            return
+
+
+def test_up_serves_the_web_app_with_the_worker_and_stops_cleanly_on_sigterm(workspace: Path) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [*REPLYGUARD, "up", "--port", str(port), "--log-format", "json"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(workspace),
+    )
+    seen: list[str] = []
+    try:
+        lines = lines_of(process.stderr)
+        wait_for(lines, "replyguard is up at", seen)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            assert client.get("/healthz").json() == {"status": "ok"}
+            assert client.get("/readyz").json()["status"] == "ready"
+            assert client.get("/login").status_code == 200
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+        while line := lines.get(timeout=60):
+            seen.append(line)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stderr.close()  # type: ignore[union-attr]
+    logged = [json.loads(line) for line in seen if line.startswith("{")]
+    assert all({"ts", "level", "logger", "msg"} <= set(entry) for entry in logged)
+    assert {"uvicorn.error", "replyguard.up"} <= {entry["logger"] for entry in logged}
+
+
+def test_up_on_a_busy_port_says_so_in_one_line(workspace: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        result = run(workspace, "up", "--port", str(busy.getsockname()[1]))
+    assert result.returncode == 1
+    assert "cannot listen on 127.0.0.1:" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,96 @@
+"""/healthz, /readyz and /metrics over real HTTP, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from email.message import EmailMessage
+from email.utils import format_datetime
+
+import httpx
+import pytest
+from sqlalchemy import select, text
+
+from replyguard.adapters.db import models as m
+from replyguard.bootstrap import App
+from replyguard.domain.clock import FixedClock
+from replyguard.domain.states import StepState
+from replyguard.entrypoints.http import create_app
+from replyguard.service_layer.ingest import ingest_raw
+from replyguard.service_layer.leads import find_lead
+from tests.support.scenario import REPORTS, load_examples, run_days
+from tests.web.support import serving
+
+PRIYA = "priya@fernhollow.test"
+
+
+def threaded_reply(app: App) -> bytes:
+    with app.uow() as uow:
+        lead = find_lead(uow, PRIYA, REPORTS)
+        step = uow.session.scalars(
+            select(m.Step).where(m.Step.lead_id == lead.id, m.Step.state == StepState.SENT)
+        ).first()
+        assert step is not None
+        sent_id, subject = step.message_id, step.subject
+    msg = EmailMessage()
+    msg["From"] = f"Priya Raman <{PRIYA}>"
+    msg["To"] = "dana@northwind-analytics.test"
+    msg["Subject"] = f"Re: {subject}"
+    msg["Date"] = format_datetime(app.clock.now())
+    msg["Message-ID"] = "<priya-answer-1@fernhollow.test>"
+    msg["In-Reply-To"] = sent_id
+    msg.set_content("Hi Dana, yes, let's talk on Tuesday.\n\nPriya\n")
+    return msg.as_bytes()
+
+
+def metric(body: str, name: str) -> float:
+    for line in body.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def test_metrics_count_sends_refusals_replies_and_the_reply_to_cancel_latency(
+    app: App, clock: FixedClock
+) -> None:
+    load_examples(app)
+    run_days(app, clock, 1)
+    ingest_raw(app, threaded_reply(app), "file")
+    with serving(create_app(app)) as base, httpx.Client(base_url=base) as client:
+        response = client.get("/metrics")
+        client.get("/campaigns")
+        again = client.get("/metrics").text
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    body = response.text
+    with app.uow() as uow:
+        sent = len(uow.session.scalars(select(m.Step.id).where(m.Step.state == StepState.SENT)).all())
+    assert sent > 0 and metric(body, "replyguard_sends_total") == sent
+    assert metric(body, 'replyguard_replies_total{kind="human_reply"}') == 1
+    assert metric(body, "replyguard_reply_cancel_seconds_count") == 1
+    assert metric(body, 'replyguard_reply_cancel_seconds_bucket{le="+Inf"}') == 1
+    assert metric(body, "replyguard_notice_backlog") == 1
+    assert "replyguard_worker_lag_seconds" in body and "replyguard_steps{" in body
+    assert 'replyguard_http_requests_total{method="GET",route="/campaigns",status="303"} 1.0' in again
+
+
+def test_metrics_want_the_metrics_token_when_one_is_set(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REPLYGUARD_METRICS_TOKEN", "s3cret-scrape-token")
+    with serving(create_app(app)) as base, httpx.Client(base_url=base) as client:
+        assert client.get("/metrics").status_code == 404
+        assert client.get("/metrics", headers={"Authorization": "Bearer nope"}).status_code == 404
+        ok = client.get("/metrics", headers={"Authorization": "Bearer s3cret-scrape-token"})
+    assert ok.status_code == 200 and "replyguard_sends_total" in ok.text
+
+
+def test_readyz_says_ready_at_head_and_not_when_migrations_are_pending(app: App) -> None:
+    with serving(create_app(app)) as base, httpx.Client(base_url=base) as client:
+        assert client.get("/healthz").json() == {"status": "ok"}
+        ready = client.get("/readyz")
+        with app.engine.begin() as conn:
+            head = conn.scalar(text("SELECT version_num FROM alembic_version"))
+            conn.execute(text("UPDATE alembic_version SET version_num = '0003_nonces'"))
+        try:
+            pending = client.get("/readyz")
+        finally:
+            with app.engine.begin() as conn:
+                conn.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": head})
+    assert ready.status_code == 200 and ready.json()["status"] == "ready"
+    assert pending.status_code == 503 and pending.json()["status"] == "migrations pending"

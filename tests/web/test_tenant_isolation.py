@@ -1,0 +1,164 @@
+"""Invariant 7 on the web: a user or a token of workspace A gets 404 for every object of
+workspace B, on every route of the app — found by walking `app.routes`, so that a new route
+without a scope check fails here until it has one (or is listed below with a reason)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import httpx
+import pytest
+from fastapi.routing import iter_route_contexts
+from sqlalchemy import func, select
+
+from replyguard.adapters.db import models as m
+from replyguard.bootstrap import App
+from replyguard.domain.leads_csv import read_leads
+from replyguard.domain.states import StepState
+from replyguard.entrypoints.http import create_app
+from replyguard.service_layer.api_tokens import find_token
+from replyguard.service_layer.campaigns import create_campaign
+from replyguard.service_layer.ingest import ingest_raw
+from replyguard.service_layer.leads import import_leads
+from replyguard.service_layer.scoped import Scoped
+from tests.support.scenario import campaign_toml, csv_of, enroll_all
+from tests.web.conftest import Site
+from tests.web.support import api_client, signed_in
+
+#: Routes that hold no workspace object, each with the reason it is exempt.
+EXEMPT = {
+    "/hooks/": "webhooks: authenticated by the provider's secret, they write to the server's workspace",
+    "/u/{token}": "one-click unsubscribe: the token itself is the signed, workspace-bound proof",
+    "/healthz": "process alive: no data",
+    "/readyz": "database reachable: no workspace data",
+    "/metrics": "operator numbers across workspaces, loopback or metrics token only",
+    "/openapi.json": "the schema",
+    "/docs": "the schema viewer",
+    "/login": "before anyone is known",
+    "/logout": "ends the caller's own session",
+    "/": "a redirect",
+}
+SECRETS = ("Bravo secret campaign", "secret-lead@bravo.test", "Bravo inbound secret", "tests bravo")
+
+
+@dataclass(frozen=True)
+class BravoObjects:
+    ids: dict[str, int]
+
+
+def bravo_objects(bravo: App, bravo_token_name: str) -> BravoObjects:
+    with bravo.uow() as uow:
+        created = create_campaign(
+            uow, campaign_toml("Bravo secret campaign", "Bravo product", approval_last=True)
+        )
+        rows = read_leads(csv_of([{"email": "secret-lead@bravo.test", "first_name": "Sam"}]))
+        import_leads(uow, "Bravo product", list(rows))
+        uow.commit()
+    enroll_all(bravo, "Bravo secret campaign")
+    raw = (
+        b"From: Stranger <stranger@elsewhere.test>\r\nTo: rep@seller.test\r\n"
+        b"Subject: Bravo inbound secret\r\nMessage-ID: <bravo-1@elsewhere.test>\r\n\r\n"
+        b"<p>Hello</p>\r\n"
+    )
+    inbound = ingest_raw(bravo, raw, "file")
+    with bravo.uow() as uow:
+        lead_id = uow.session.scalars(select(m.Lead.id)).one()
+        token_id = uow.session.scalars(select(m.ApiToken.id).where(m.ApiToken.name == bravo_token_name)).one()
+    return BravoObjects(
+        {
+            "campaign_id": created.campaign_id,
+            "lead_id": lead_id,
+            "inbound_id": inbound.inbound_id,
+            "token_id": token_id,
+        }
+    )
+
+
+def exempt(path: str) -> bool:
+    return path in EXEMPT or path.startswith("/hooks/")
+
+
+def routes(site_app: App) -> list[tuple[str, str]]:
+    api = create_app(site_app)
+    found = []
+    for route in iter_route_contexts(api.routes):
+        if not route.methods or route.path is None:
+            continue  # mounts: static files, no workspace data
+        found += [(method, route.path) for method in sorted(route.methods) if method != "HEAD"]
+    return found
+
+
+def waiting_steps(app: App) -> int:
+    with app.uow() as uow:
+        return (
+            uow.session.scalar(
+                select(func.count()).where(
+                    m.Step.workspace_id == uow.workspace_id, m.Step.state == StepState.AWAITING_APPROVAL
+                )
+            )
+            or 0
+        )
+
+
+def test_every_route_answers_404_for_another_workspaces_objects(site: Site) -> None:
+    objects = bravo_objects(site.bravo.app, "tests bravo")
+    waiting_before = waiting_steps(site.bravo.app)
+    walked, listed = [], []
+    with (
+        signed_in(site.base, site.alpha.email) as (page, csrf),
+        api_client(site.base, site.alpha.token) as api,
+    ):
+        for method, path in routes(site.alpha.app):
+            if exempt(path):
+                continue
+            params = re.findall(r"{(\w+)}", path)
+            unknown = [p for p in params if p not in objects.ids]
+            assert not unknown, (
+                f"{method} {path}: no workspace-B object for {unknown}; add one to bravo_objects"
+            )
+            url = path.format(**objects.ids)
+            client = api if path.startswith("/api/") else page
+            response = _call(client, method, url, csrf)
+            if params:
+                assert response.status_code == 404, f"{method} {url} as workspace A: {response.status_code}"
+                walked.append(path)
+            else:
+                assert not any(s in response.text for s in SECRETS), (
+                    f"{method} {path} shows workspace B's data"
+                )
+                listed.append(path)
+    assert len(walked) >= 15 and len(listed) >= 10  # the walk really covered the app
+    # Nothing of B changed: its steps still wait, its token still works.
+    assert waiting_steps(site.bravo.app) == waiting_before > 0
+    with Scoped(site.bravo.app.engine, site.bravo.app.clock).installation() as uow:
+        assert find_token(uow, site.bravo.token) is not None
+
+
+def test_the_same_routes_answer_for_the_workspaces_own_objects(site: Site) -> None:
+    """The control: B's own token and user reach every object the walk above was refused."""
+    objects = bravo_objects(site.bravo.app, "tests bravo")
+    with signed_in(site.base, site.bravo.email) as (page, _), api_client(site.base, site.bravo.token) as api:
+        for method, path in routes(site.bravo.app):
+            if exempt(path) or method != "GET" or "{" not in path:
+                continue
+            client = api if path.startswith("/api/") else page
+            response = client.get(path.format(**objects.ids))
+            assert response.status_code == 200, f"GET {path} in its own workspace: {response.status_code}"
+
+
+def _call(client: httpx.Client, method: str, url: str, csrf: str) -> httpx.Response:
+    if method == "GET":
+        return client.get(url)
+    if url.startswith("/api/"):
+        return client.request(method, url, json={})
+    return client.request(method, url, data={"csrf_token": csrf})
+
+
+@pytest.mark.parametrize("path", ["/api/v1/campaigns", "/api/v1/leads", "/api/v1/inbound"])
+def test_a_request_without_a_token_gets_nothing(site: Site, path: str) -> None:
+    with httpx.Client(base_url=site.base) as anonymous:
+        response = anonymous.get(path)
+        forged = anonymous.get(path, headers={"Authorization": "Bearer rg_" + "A" * 43})
+    assert response.status_code == forged.status_code == 401
+    assert response.headers["www-authenticate"].startswith("Bearer")
