@@ -50,6 +50,8 @@ class CampaignSpec:
     steps: tuple[StepSpec, ...]
     #: Draft templates by intent (`[campaign.drafts]`), replacing the defaults of domain/drafts.py.
     drafts: tuple[tuple[str, str], ...] = ()
+    #: An address the team owns, for `replyguard audit` (optional; `--canary` overrides it).
+    canary: str | None = None
 
 
 _TOP_KEYS = {"product", "campaign"}
@@ -63,6 +65,7 @@ _CAMPAIGN_KEYS = {
     "daily_cap",
     "steps",
     "drafts",
+    "canary",
 }
 _WINDOW_KEYS = {"days", "start", "end"}
 _STEP_KEYS = {"wait", "subject", "body", "approval"}
@@ -119,8 +122,9 @@ def _build(data: dict[str, Any], extra_fields: set[str]) -> CampaignSpec:
         raise CampaignSpecError(f"campaign.daily_cap: expected a whole number of at least 1, got {cap!r}")
     steps = _steps(campaign.get("steps"), extra_fields)
     drafts = _drafts(campaign.get("drafts"), extra_fields)
+    canary = _field(normalize_address, campaign, "canary", where) if "canary" in campaign else None
     return CampaignSpec(
-        product.strip(), name.strip(), mailbox, from_name, owner, timezone, window, cap, steps, drafts
+        product.strip(), name.strip(), mailbox, from_name, owner, timezone, window, cap, steps, drafts, canary
     )
 
 
