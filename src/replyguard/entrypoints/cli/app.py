@@ -615,6 +615,10 @@ from replyguard.entrypoints.cli import notify_cmd, threads_cmd  # noqa: E402
 threads_cmd.register(app)
 notify_cmd.register(app)
 
+from replyguard.entrypoints.cli import audit_cmd  # noqa: E402
+
+audit_cmd.register(app)
+
 
 def main(argv: list[str] | None = None) -> None:
     """The `replyguard` script. Every failure becomes one line and an exit code (errors.py)."""
