@@ -348,7 +348,8 @@ def out_of_office(facts: Facts) -> CheckResult:
         f"inbound {inbound.inbound_id} read as {inbound.kind} "
         f"(return date {reply.return_date if reply else '-'}, expected {d.back_on})",
         f"lead {lead.id} <{canary.address}> is {lead.reply_state}, paused until "
-        f"{lead.paused_until.isoformat() if lead.paused_until else '-'} (expected {until.astimezone(UTC).isoformat()})",
+        f"{lead.paused_until.isoformat() if lead.paused_until else '-'} "
+        f"(expected {until.astimezone(UTC).isoformat()})",
         f"its steps: {len(cancelled)} cancelled, {len(early)} due before the return; "
         f"rescue threads: {len(threads)}; a worker pass now: {', '.join(passing)}",
     ]
