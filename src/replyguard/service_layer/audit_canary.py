@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
-from replyguard.domain.addresses import InvalidAddress, base_address, normalize_address
+from replyguard.domain.addresses import InvalidAddress, UnsafeHeaderValue, base_address, normalize_address
 from replyguard.domain.campaign_spec import CampaignSpecError, parse_campaign
 from replyguard.service_layer.campaigns import find_campaign
 from replyguard.service_layer.leads import contact_for_address
@@ -27,7 +27,7 @@ def campaign_canary(uow: UnitOfWork, campaign_name: str, given: str | None) -> s
     if given:
         try:
             return normalize_address(given)
-        except InvalidAddress as exc:
+        except (InvalidAddress, UnsafeHeaderValue) as exc:
             raise AuditSetupError(f"--canary: {exc}") from exc
     campaign = find_campaign(uow, campaign_name)
     try:

@@ -15,6 +15,7 @@ or deliver a notice.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timedelta
@@ -22,19 +23,17 @@ from datetime import date, datetime, time, timedelta
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
-from replyguard.adapters.transports.base import BeforeCommitHook, Delivery, Probe, Transport
 from replyguard.bootstrap import App
 from replyguard.domain.audit import Original, Role, canary_absence, canary_address, canary_reply
-from replyguard.domain.clock import Clock
 from replyguard.domain.leads_csv import LeadRow
-from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.schedule import load_zone
 from replyguard.domain.states import StepState
 from replyguard.service_layer.actions import approve_steps
 from replyguard.service_layer.audit_canary import AuditSetupError, check_canary
+from replyguard.service_layer.audit_watch import Attempt, CountingTransport, Handed, Later, ObservedFailpoints
 from replyguard.service_layer.campaigns import custom_fields, find_campaign
 from replyguard.service_layer.enrollment import EnrollReport, enroll_leads
-from replyguard.service_layer.failpoints import Failpoints, InjectedCrash, crash
+from replyguard.service_layer.failpoints import InjectedCrash, crash
 from replyguard.service_layer.ingest import IngestResult, ingest_raw
 from replyguard.service_layer.leads import find_lead, import_leads
 from replyguard.service_layer.worker import Claim, Worker, WorkerReport
@@ -43,64 +42,6 @@ AUDITOR = "replyguard audit"
 ROLES = (Role.REPLY, Role.FLIGHT, Role.AWAY)
 #: How far ahead the test out-of-office says the canary is back (inside any sane pause limit).
 AWAY_DAYS = 10
-
-
-@dataclass(frozen=True, slots=True)
-class Handed:
-    """One call of the transport by the audit's worker."""
-
-    to: str
-    message_id: str
-    outcome: str
-
-
-class CountingTransport:
-    """The configured transport, unchanged, with a record of every email handed to it."""
-
-    def __init__(self, inner: Transport) -> None:
-        self.inner = inner
-        self.can_probe = inner.can_probe
-        self.calls: list[Handed] = []
-
-    def send(self, email: OutgoingEmail, before_commit: BeforeCommitHook | None = None) -> Delivery:
-        outcome = "raised"
-        try:
-            delivery = self.inner.send(email, before_commit)
-            outcome = delivery.outcome.value
-            return delivery
-        finally:
-            self.calls.append(Handed(email.to_address, email.message_id, outcome))
-
-    def probe(self, email: OutgoingEmail) -> Probe:
-        return self.inner.probe(email)
-
-    def close(self) -> None:
-        """The app owns the inner transport and closes it."""
-
-
-class ObservedFailpoints(Failpoints):
-    """The app's failpoints, plus a record of every point the send path passed."""
-
-    def __init__(self, inner: Failpoints) -> None:
-        super().__init__()
-        self.inner = inner
-        self.seen: list[str] = []
-
-    def hit(self, name: str) -> None:
-        self.seen.append(name)
-        super().hit(name)
-        self.inner.hit(name)
-
-
-@dataclass(frozen=True, slots=True)
-class Later:
-    """A clock `delta` ahead of the app's: recovery as it runs once a lease has expired."""
-
-    base: Clock
-    delta: timedelta
-
-    def now(self) -> datetime:
-        return self.base.now() + self.delta
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,24 +57,6 @@ class Canary:
     lead_id: int
     step_ids: list[int]
     first: Claim | None = None  # the claim its first email was sent (or left in flight) with
-
-
-@dataclass
-class Attempt:
-    """One thing the audit asked the worker to do, and what happened."""
-
-    label: str
-    results: list[str]
-    calls: list[Handed]
-    phases: list[str]
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "what": self.label,
-            "results": self.results,
-            "transport_calls": [c.message_id for c in self.calls],
-            "phases": self.phases,
-        }
 
 
 @dataclass
@@ -287,11 +210,15 @@ class Driver:
         d = self.drive
         d.mark = len(self.transport.calls)
         now = self.app.clock.now()
-        d.back_on = now.astimezone(load_zone(d.zone)).date() + timedelta(days=AWAY_DAYS)
+        away = min(AWAY_DAYS, max(1, self.app.settings.max_pause.days // 2))  # a pause, not a hold
+        d.back_on = now.astimezone(load_zone(d.zone)).date() + timedelta(days=away)
         for role in ROLES:
             canary = d.canaries[role]
             original = self._original(canary.step_ids[0])
-            message_id = f"<rg-audit.{d.run_id}.{role.value}@{canary.address.partition('@')[2]}>"
+            # Unguessable, so nobody can send a message ahead of ours that ingest would then
+            # take ours for a copy of.
+            token = secrets.token_hex(8)
+            message_id = f"<rg-audit.{d.run_id}.{role.value}.{token}@{canary.address.partition('@')[2]}>"
             when = self.app.clock.now()
             if role is Role.AWAY:
                 raw = canary_absence(
