@@ -14,14 +14,20 @@ from replyguard.adapters.notices.base import ChannelResult, NoticeMessage
 from replyguard.adapters.transports.smtp import SmtpTransport
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
+from replyguard.domain.leads_csv import read_leads
+from replyguard.service_layer import audit as audit_module
 from replyguard.service_layer import ingest
 from replyguard.service_layer.audit import AuditReport, audit_history, audit_run, run_audit
+from replyguard.service_layer.audit_drive import Driver
+from replyguard.service_layer.campaigns import create_campaign
+from replyguard.service_layer.leads import import_leads
 from replyguard.service_layer.notice_delivery import NoticeDelivery
 from replyguard.service_layer.thread_views import list_threads
 from replyguard.service_layer.worker import Worker
 from replyguard.settings import NotifySettings
 from tests.integration import audit_support as breaks
 from tests.integration.audit_support import CANARY, PRIYA, Q1, live_workspace, prospects
+from tests.support.scenario import campaign_toml, csv_of, enroll_all
 from tests.support.smtp_servers import SmtpTestServer
 
 CHECKS = ["reply_state", "queued_steps", "send_check", "retry", "notice", "out_of_office"]
@@ -240,8 +246,6 @@ def test_a_campaign_without_canary_or_second_step_cannot_be_audited(app: App, cl
     with pytest.raises(LookupError, match="no campaign named"):
         run_audit(app, "Nope", canary=CANARY)
     with app.uow() as uow:
-        from replyguard.service_layer.campaigns import create_campaign
-
         create_campaign(
             uow,
             """product = "P1"
@@ -263,3 +267,66 @@ body = "Hello."
         uow.commit()
     one = run_audit(app, "One shot")  # the canary comes from the campaign file
     assert one.canary == CANARY and "has one step" in (one.error or "")
+
+
+def test_outside_the_window_at_the_cap_with_approvals_the_audit_runs_and_takes_no_slot(
+    app: App, clock: FixedClock
+) -> None:
+    """Sunday 03:00, the mailbox's cap already reached, step 2 waiting for approval: the canary
+    is the team's own address, so its emails go now and leave the prospects' slots alone."""
+    toml = campaign_toml("Capped", "P", cap=2).replace(
+        'wait = "2d"\nbody = "Second."', 'wait = "2d"\napproval = true\nbody = "Second."'
+    )
+    with app.uow() as uow:
+        create_campaign(uow, toml)
+        emails = [f"p{i}@prospects.test" for i in range(3)]
+        import_leads(uow, "P", list(read_leads(csv_of([{"email": e, "first_name": "P"} for e in emails]))))
+        uow.commit()
+    enroll_all(app, "Capped")
+    clock.advance(timedelta(hours=4))  # Monday 10:00 UTC: two go out, the third waits for Tuesday
+    assert Worker(app).run_once().sent == 2
+    clock.advance(timedelta(days=5, hours=17))  # Sunday 03:00 UTC: outside the window
+    before = prospects(app)
+    report = run_audit(app, "Capped", canary=CANARY)
+    assert report.passed, [(r.name, r.details) for r in report.rows if not r.passed]
+    assert len(report.emails) == 3
+    assert prospects(app) == before
+    with app.uow() as uow:
+        days = uow.session.scalars(
+            select(m.Step.send_day)
+            .join(m.Lead)
+            .where(m.Lead.audit_run_id == report.run_id, m.Step.state == "sent")
+        ).all()
+        approved = uow.session.scalars(
+            select(m.Event.data)
+            .join(m.Lead)
+            .where(m.Lead.audit_run_id == report.run_id, m.Event.kind == "step_approved")
+        ).all()
+    assert days and set(days) == {None}  # no slot of the daily cap
+    assert [a["by"] for a in approved] == ["replyguard audit"]
+
+
+def test_an_interrupted_run_is_recorded_and_cleaned_up_by_the_next(
+    app: App, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    live_workspace(app, clock)
+
+    def killed(self: Driver) -> None:
+        raise RuntimeError("the machine went away")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Driver, "test_messages", killed)
+        patch.setattr(audit_module, "_finish", lambda *args: None)  # nothing ran after the kill
+        with pytest.raises(RuntimeError):
+            audit(app)
+    with app.uow() as uow:
+        assert audit_history(uow)[0]["status"] == "running"
+    clock.advance(timedelta(hours=2))
+    assert audit(app).passed
+    with app.uow() as uow:
+        [_latest, first] = audit_history(uow)
+        states = uow.session.scalars(
+            select(m.Lead.reply_state).where(m.Lead.audit_run_id == first["run_id"])
+        ).all()
+    assert first["status"] == "error" and "interrupted" in first["error"]
+    assert list(states) == ["stopped"] * 3

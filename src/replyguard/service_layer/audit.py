@@ -21,7 +21,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, update
@@ -86,8 +86,13 @@ def run_audit(
     `channels` names the notice channels configured (evidence for the notice row)."""
     with app.uow() as uow:
         found = find_campaign(uow, campaign)
+        stale = _interrupted(uow)
         run_id = _start(uow, "campaign", found.id, found.name, None)
         uow.commit()
+    for old in stale:
+        with app.uow() as uow:
+            _clean_up(uow, app, old)
+            uow.commit()
     report = AuditReport(run_id, "campaign", found.name, None, "running", app.clock.now(), None)
     drive: Drive | None = None
     try:
@@ -104,7 +109,7 @@ def run_audit(
         report.status = "passed" if all(r.passed for r in report.rows) else "failed"
     except AuditSetupError as exc:
         report.status, report.error = "error", str(exc)
-    except Exception as exc:
+    except BaseException as exc:  # a bug, a lost database, Ctrl-C: recorded, cleaned up, raised
         report.status, report.error = "error", f"{exc.__class__.__name__}: {exc}"
         _finish(app, report, drive)
         raise
@@ -123,6 +128,27 @@ def config_audit(app: App, setup_: Setup, *, campaign: str | None = None) -> Aud
     report = AuditReport(run_id, "config", campaign, None, status, app.clock.now(), None, rows)
     _finish(app, report, None)
     return report
+
+
+#: A run still `running` after this long was interrupted (killed, a lost machine).
+INTERRUPTED_AFTER = timedelta(hours=1)
+
+
+def _interrupted(uow: UnitOfWork) -> list[int]:
+    """Runs that never finished: recorded as interrupted; their canaries are cleaned up."""
+    runs = list(
+        uow.session.scalars(
+            select(m.AuditRun).where(
+                m.AuditRun.workspace_id == uow.workspace_id,
+                m.AuditRun.status == "running",
+                m.AuditRun.started_at < uow.clock.now() - INTERRUPTED_AFTER,
+            )
+        )
+    )
+    for run in runs:
+        run.status, run.error = "error", "interrupted: the run never finished"
+        run.finished_at = uow.clock.now()
+    return [run.id for run in runs]
 
 
 def _start(

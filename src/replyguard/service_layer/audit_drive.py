@@ -24,7 +24,7 @@ from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
-from replyguard.domain.audit import Original, Role, canary_absence, canary_address, canary_reply
+from replyguard.domain.audit import CanaryError, Original, Role, canary_absence, canary_address, canary_reply
 from replyguard.domain.leads_csv import LeadRow
 from replyguard.domain.schedule import load_zone
 from replyguard.domain.states import StepState
@@ -100,7 +100,10 @@ def setup(app: App, run_id: int, campaign_name: str, base: str) -> Drive:
         drive = Drive(run_id, campaign.name, campaign.id, product, campaign.owner, campaign.timezone)
         fields = dict.fromkeys(custom_fields(uow), "audit")
         for role in ROLES:
-            address = canary_address(base, run_id, role)
+            try:
+                address = canary_address(base, run_id, role)
+            except CanaryError as exc:
+                raise AuditSetupError(str(exc)) from exc
             row = LeadRow(0, address, "Audit", "Canary", "replyguard audit", "", None, (), None, fields)
             imported = import_leads(uow, product, [row])
             if imported.errors:
@@ -154,7 +157,7 @@ class Driver:
         after the transport took it (the failpoint `after_transport`), leaving it `sending`."""
         for role in ROLES:
             canary = self.drive.canaries[role]
-            self.force_due(canary.step_ids[0])
+            self.make_due(canary, 1)
             claims = self.worker.claim(self.report, limit=1, only_lead=canary.lead_id)
             if [c.step_id for c in claims] != canary.step_ids[:1]:
                 raise AuditSetupError(f"the first email of canary {canary.address} could not be claimed")
@@ -179,15 +182,23 @@ class Driver:
         worker now holds it, as a worker does in the instant before a reply commits."""
         canary = self.drive.canaries[Role.REPLY]
         step_id = canary.step_ids[1]
-        if self._step(step_id).state == StepState.AWAITING_APPROVAL:
-            with self.app.uow() as uow:
-                approve_steps(uow, self.drive.campaign, email=canary.address, position=2, approver=AUDITOR)
-                uow.commit()
-        self.force_due(step_id)
+        self.make_due(canary, 2)
         claims = self.worker.claim(self.report, limit=1, only_lead=canary.lead_id)
         if [c.step_id for c in claims] != [step_id]:
             raise AuditSetupError(f"step 2 of canary {canary.address} could not be claimed")
         self.drive.claimed = claims[0]
+
+    def make_due(self, canary: Canary, position: int) -> None:
+        """The canary's step at `position`, approved by the auditor if it waits for approval
+        (`steps approve`, as a person would), then due now."""
+        step_id = canary.step_ids[position - 1]
+        if self._step(step_id).state == StepState.AWAITING_APPROVAL:
+            with self.app.uow() as uow:
+                approve_steps(
+                    uow, self.drive.campaign, email=canary.address, position=position, approver=AUDITOR
+                )
+                uow.commit()
+        self.force_due(step_id)
 
     def force_due(self, step_id: int) -> None:
         """Make a canary's scheduled step due now (never later than it was)."""
