@@ -110,3 +110,16 @@ def test_rows_survive_the_history_unchanged() -> None:
     )
     assert CheckResult.from_json(row.to_json()) == row
     assert row.to_json()["passed"] is False and CheckResult("x", "X", Status.WARN, "w").passed
+
+
+def test_a_campaign_file_may_name_its_canary() -> None:
+    from pathlib import Path
+
+    from replyguard.domain.campaign_spec import CampaignSpecError, parse_campaign
+
+    source = (Path(__file__).resolve().parents[2] / "examples" / "campaign.toml").read_text(encoding="utf-8")
+    assert parse_campaign(source).canary is None  # the example files stay valid as they are
+    with_canary = source.replace("daily_cap = 150", 'daily_cap = 150\ncanary = "Team@Ours.test"')
+    assert parse_campaign(with_canary).canary == "team@ours.test"
+    with pytest.raises(CampaignSpecError, match=r"campaign\.canary: not a valid email address"):
+        parse_campaign(source.replace("daily_cap = 150", 'daily_cap = 150\ncanary = "nobody"'))
