@@ -56,6 +56,8 @@ class CampaignSpec:
     mailbox_timezone: str | None = None  # the day the mailbox's cap counts in, if stated
     #: Draft templates by intent (`[campaign.drafts]`), replacing the defaults of domain/drafts.py.
     drafts: tuple[tuple[str, str], ...] = ()
+    #: An address the team owns, for `replyguard audit` (optional; `--canary` overrides it).
+    canary: str | None = None
 
 
 _TOP_KEYS = {"product", "campaign", "mailbox"}
@@ -70,6 +72,7 @@ _CAMPAIGN_KEYS = {
     "daily_cap",
     "steps",
     "drafts",
+    "canary",
 }
 _WINDOW_KEYS = {"days", "start", "end"}
 _STEP_KEYS = {"wait", "subject", "body", "approval"}
@@ -122,6 +125,7 @@ def _build(data: dict[str, Any], extra_fields: set[str]) -> CampaignSpec:
     window = _window(campaign.get("send_window"))
     steps = _steps(campaign.get("steps"), extra_fields)
     drafts = _drafts(campaign.get("drafts"), extra_fields)
+    canary = _field(normalize_address, campaign, "canary", where) if "canary" in campaign else None
     spec = CampaignSpec(
         product.strip(),
         name.strip(),
@@ -134,6 +138,7 @@ def _build(data: dict[str, Any], extra_fields: set[str]) -> CampaignSpec:
         steps,
         mailbox_zone,
         drafts,
+        canary,
     )
     trial_render(spec, extra_fields)
     return spec

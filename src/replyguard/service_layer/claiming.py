@@ -51,7 +51,10 @@ EARLIER = S.alias("earlier")
 class ClaimMixin(WorkerBase):
     """T1: claim due steps in order, inside their send windows and under the mailboxes' caps."""
 
-    def claim(self, report: WorkerReport, limit: int | None = None) -> list[Claim]:
+    def claim(
+        self, report: WorkerReport, limit: int | None = None, *, only_lead: int | None = None
+    ) -> list[Claim]:
+        """Claim due steps. `only_lead` is for `replyguard audit` alone (see AUDIT below)."""
         now = self.now()
         limit = limit or self.app.settings.claim_batch
         with self.engine.connect() as conn, conn.begin():
@@ -91,17 +94,29 @@ class ClaimMixin(WorkerBase):
                 .order_by(S.c.due_at, S.c.id)
                 .limit(limit)
             )
+            # AUDIT (issue 13, docs/audit.md): the audit's canary leads are claimed only by the
+            # audit, one lead at a time (`only_lead`), so a running worker never races it for
+            # them. The canary is the team's own address: its emails ignore the prospects'
+            # send window and cap, and take no slot of the cap (no prospect waits for them).
+            audit = only_lead is not None
+            query = query.where(S.c.lead_id == only_lead if audit else L.c.audit_run_id.is_(None))
             if self.postgres:
                 query = query.with_for_update(of=S, skip_locked=True)
             rows = conn.execute(query).all()
             if not rows:
                 return []
-            spacing = self._spacing(conn, rows)
-            usage, caps = self._mailbox_usage(conn, {r.mailbox_id for r in rows}, now)
+            # AUDIT: a canary's claim is the audit's own email to the team: no cap, no spacing.
+            spacing = {} if audit else self._spacing(conn, rows)
+            usage, caps = ({}, {}) if audit else self._mailbox_usage(conn, {r.mailbox_id for r in rows}, now)
             claims: list[Claim] = []
             claim_rows: list[dict[str, Any]] = []
             deferrals: list[dict[str, Any]] = []
             for row in rows:
+                if audit:  # AUDIT: see above
+                    claim = Claim(row.id, row.lead_id, uuid.uuid4().hex)
+                    claims.append(claim)
+                    claim_rows.append({"sid": claim.step_id, "tok": claim.token, "day": None})
+                    continue
                 zone = load_zone(row.contact_tz or row.campaign_tz)
                 window = self._window(conn, row.campaign_id)
                 later = self._not_before(spacing.get(row.id), now, window, zone)

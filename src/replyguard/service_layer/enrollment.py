@@ -65,6 +65,7 @@ def candidate_lead_ids(uow: UnitOfWork, campaign_name: str, email: str | None) -
                 m.Lead.workspace_id == uow.workspace_id,
                 m.Lead.product_id == campaign.product_id,
                 m.Lead.id.not_in(enrolled),
+                m.Lead.audit_run_id.is_(None),  # AUDIT (issue 13): canaries are the audit's own
             )
             .order_by(m.Lead.id)
         )

@@ -83,9 +83,13 @@ class NoticeDelivery:
 
     def _create_rows(self) -> None:
         with self.app.uow() as uow:
+            # AUDIT (issue 13): notices about the audit's canary leads stay in the outbox as the
+            # audit's evidence and are never delivered (nothing reaches anyone but the canary);
+            # the audit closes them itself (docs/audit.md).
+            canary = exists().where(m.Lead.id == m.Notice.lead_id, m.Lead.audit_run_id.is_not(None))
             pending = uow.session.scalars(
                 select(m.Notice.id)
-                .where(m.Notice.workspace_id == uow.workspace_id, m.Notice.done_at.is_(None))
+                .where(m.Notice.workspace_id == uow.workspace_id, m.Notice.done_at.is_(None), ~canary)
                 .order_by(m.Notice.id)
                 .limit(1000)
             ).all()

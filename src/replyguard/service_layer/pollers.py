@@ -61,8 +61,11 @@ def _row(uow: UnitOfWork, key: str) -> m.MailboxCursor:
 
 
 def read_cursor(app: App, key: str) -> Cursor:
+    """The cursor, read when a poll round has reached the folder: also stamps `checked_at`,
+    so `replyguard audit --config` can tell a source that answers from one that fails."""
     with app.uow() as uow:
         row = _row(uow, key)
+        row.checked_at = uow.clock.now()  # AUDIT (issue 13): the source answered just now
         uow.commit()
         return Cursor(row.uidvalidity, row.last_uid, row.history_until_uid)
 

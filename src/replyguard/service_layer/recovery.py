@@ -24,20 +24,22 @@ log = logging.getLogger(__name__)
 class RecoveryMixin(WorkerBase):
     """Expired claims and unknown outcomes, and the end of out-of-office pauses."""
 
-    def recover(self, limit: int = 200) -> int:
+    def recover(self, limit: int = 200, *, only_lead: int | None = None) -> int:
         """Expired claims go back to the queue; expired SENDING steps are unknown outcomes:
-        reconciled when the transport can prove what happened, held for a person otherwise."""
+        reconciled when the transport can prove what happened, held for a person otherwise.
+
+        AUDIT (issue 13): `only_lead` recovers one lead's steps only — the audit's canary,
+        never anyone else's (docs/audit.md)."""
         now = self.now()
+        query = select(S.c.id, S.c.lead_id).where(
+            S.c.workspace_id == self.ws,
+            S.c.state.in_([StepState.CLAIMED, StepState.SENDING]),
+            S.c.lease_until < now,
+        )
+        if only_lead is not None:  # AUDIT: see above
+            query = query.where(S.c.lead_id == only_lead)
         with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(S.c.id, S.c.lead_id)
-                .where(
-                    S.c.workspace_id == self.ws,
-                    S.c.state.in_([StepState.CLAIMED, StepState.SENDING]),
-                    S.c.lease_until < now,
-                )
-                .limit(limit)
-            ).all()
+            rows = conn.execute(query.limit(limit)).all()
         recovered = 0
         for row in rows:
             with self.engine.connect() as conn, conn.begin():

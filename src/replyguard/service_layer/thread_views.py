@@ -34,11 +34,25 @@ def effective_state(thread: m.RescueThread, now: datetime) -> str:
 
 
 def list_threads(
-    uow: UnitOfWork, settings: Settings, *, state: str = "open", product: str | None = None
+    uow: UnitOfWork,
+    settings: Settings,
+    *,
+    state: str = "open",
+    product: str | None = None,
+    audit: bool = False,
 ) -> list[dict[str, Any]]:
+    """Threads in `state`, newest first. The audit's canary threads (`replyguard audit`) are
+    listed only with `audit=True`, and then only they are: they are nobody's work."""
     if state not in STATES:
         raise ValueError(f"state must be one of {', '.join(STATES)}, got {state!r}")
-    query = select(m.RescueThread).where(m.RescueThread.workspace_id == uow.workspace_id)
+    canary = (
+        select(m.Lead.id)
+        .where(m.Lead.id == m.RescueThread.lead_id, m.Lead.audit_run_id.is_not(None))
+        .exists()
+    )
+    query = select(m.RescueThread).where(
+        m.RescueThread.workspace_id == uow.workspace_id, canary if audit else ~canary
+    )
     if product is not None:
         query = query.join(m.Product, m.Product.id == m.RescueThread.product_id).where(
             m.Product.name == product

@@ -1,13 +1,21 @@
-"""Unit of work: one use case, one transaction. Repositories and adapters never commit."""
+"""Unit of work: one use case, one transaction. Repositories and adapters never commit.
+
+Every transaction of a unit of work has an id (`tx`, a fresh uuid after each commit), stamped
+on every event it writes — through `add_event` or added to its session by any code it calls
+(threads, notices). Events with the same `tx` were committed together, or not at all: what
+`replyguard audit` reads to prove that a reply and the cancellation of its steps were one
+transaction.
+"""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import Engine, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Engine, event, select
+from sqlalchemy.orm import Session, UOWTransaction
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.clock import Clock
@@ -28,9 +36,11 @@ class UnitOfWork:
         self.settings = settings or Settings()
         self.postgres = engine.dialect.name == "postgresql"
         self.session: Session
+        self.tx = uuid.uuid4().hex
 
     def __enter__(self) -> UnitOfWork:
         self.session = Session(bind=self.engine, expire_on_commit=False)
+        event.listen(self.session, "before_flush", self._stamp_events)
         self.session.begin()
         return self
 
@@ -48,6 +58,12 @@ class UnitOfWork:
 
     def commit(self) -> None:
         self.session.commit()
+        self.tx = uuid.uuid4().hex  # whatever this unit of work writes next is another transaction
+
+    def _stamp_events(self, session: Session, _flush: UOWTransaction, _instances: object) -> None:
+        for obj in session.new:
+            if isinstance(obj, m.Event) and obj.tx is None:
+                obj.tx = self.tx
 
     def lock_leads(self, lead_ids: Iterable[int]) -> None:
         """Take the row locks that serialize every change of a lead's sendability.
@@ -79,5 +95,6 @@ class UnitOfWork:
                 kind=kind,
                 at=self.clock.now(),
                 data=data,
+                tx=self.tx,
             )
         )

@@ -181,6 +181,10 @@ class Lead(Base):
     last_reply_id: Mapped[int | None] = mapped_column(Id)
     paused_until: Mapped[datetime | None]
     hold_reason: Mapped[str | None] = mapped_column(Text)
+    # Set on the audit's canary leads only (`replyguard audit`): the run that created them.
+    # The worker's normal claim, the notifier, thread lists and config checks leave them out.
+    # No foreign key: added to a populated table, and SQLite cannot add one without a copy.
+    audit_run_id: Mapped[int | None] = mapped_column(Id, index=True)
     created_at: Mapped[datetime]
 
 
@@ -421,6 +425,10 @@ class Event(Base):
     kind: Mapped[str] = mapped_column(String(40))
     at: Mapped[datetime]
     data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # The transaction that wrote it: a uuid per UnitOfWork transaction (`uow.py`). Events that
+    # share it were committed together — how the audit proves a reply and the cancellation of
+    # its steps were one transaction. NULL for events the worker writes on its Core connection.
+    tx: Mapped[str | None] = mapped_column(String(32))
 
 
 class InboundMessage(Base):
@@ -514,6 +522,9 @@ class MailboxCursor(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     last_error_at: Mapped[datetime | None]
     error_count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # The last time a poller reached the folder (a poll round began): a source whose poller
+    # runs but cannot log in keeps its lease fresh while this one ages (`audit --config`).
+    checked_at: Mapped[datetime | None]
 
 
 class WebhookNonce(Base):
@@ -594,3 +605,24 @@ class LoginAttempt(Base):
     ip: Mapped[str] = mapped_column(String(64))
     succeeded: Mapped[bool] = mapped_column(Boolean)
     at: Mapped[datetime] = mapped_column(index=True)
+
+
+class AuditRun(Base):
+    """One run of `replyguard audit`: the six checks on a campaign, or the setup checks
+    (`--config`). `results` holds every row with its evidence, as printed; the history (CLI
+    and, later, the web page) reads it through `service_layer/audit.py: audit_history`."""
+
+    __tablename__ = "audit_runs"
+    __table_args__ = (Index("ix_audit_runs_workspace_started", "workspace_id", "started_at"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    kind: Mapped[str] = mapped_column(String(20))  # campaign | config
+    campaign_id: Mapped[int | None] = mapped_column(ForeignKey("campaigns.id"))
+    campaign: Mapped[str | None] = mapped_column(String(200))
+    canary: Mapped[str | None] = mapped_column(String(320))
+    status: Mapped[str] = mapped_column(String(20))  # running | passed | failed | error
+    # {"rows": [CheckResult.to_json()...], "canaries": [...], "emails": [...]}
+    results: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    error: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]

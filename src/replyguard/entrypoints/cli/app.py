@@ -453,6 +453,10 @@ users_cmd.register(app)
 tokens_cmd.register(app)
 up_cmd.register(app)
 
+from replyguard.entrypoints.cli import audit_cmd  # noqa: E402
+
+audit_cmd.register(app)
+
 
 def main(argv: list[str] | None = None) -> None:
     """The `replyguard` script. Every failure becomes one line and an exit code (errors.py)."""

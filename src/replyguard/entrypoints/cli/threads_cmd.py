@@ -49,6 +49,9 @@ def threads_list(
     ctx: typer.Context,
     state: Annotated[str, typer.Option("--state", help="open, snoozed, done or all")] = "open",
     product: Annotated[str | None, typer.Option("--product")] = None,
+    audit: Annotated[
+        bool, typer.Option("--audit", help="The audit's canary threads instead (replyguard audit).")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Every thread that waits for a person (open by default), newest first."""
@@ -57,7 +60,7 @@ def threads_list(
     instance = open_app(ctx)
     try:
         with instance.uow() as uow:
-            items = list_threads(uow, instance.settings, state=state, product=product)
+            items = list_threads(uow, instance.settings, state=state, product=product, audit=audit)
     except ValueError as exc:
         fail(str(exc), code=2)
     if as_json:
