@@ -44,7 +44,8 @@ app.add_typer(leads_app, name="leads")
 app.add_typer(reply_app, name="reply")
 
 # Markup off by default: names, subjects and reply text are user data, and a "[/]" in them
-# must print as it is. The few styled lines ask for markup and escape what they interpolate.
+# must print as it is. A styled line asks for it (markup=True, its values escaped); a styled
+# table cell is a `Text.from_markup(...)`.
 out = Console(markup=False, highlight=False)
 err = Console(stderr=True, markup=False, highlight=False)
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
 
@@ -128,15 +129,16 @@ def history(
     for column in ("run", "started", "kind", "campaign", "canary", "status", "failed"):
         table.add_column(column, overflow="fold")
     for run in runs:
-        status = _STYLE.get({"passed": "pass", "failed": "fail"}.get(run["status"], ""), run["status"])
+        style = _STYLE.get({"passed": "pass", "failed": "fail"}.get(run["status"], ""))
+        status = Text.from_markup(style) if style else Text(run["status"])
         table.add_row(
             str(run["run_id"]),
             run["started_at"][:19].replace("T", " "),
             run["kind"],
-            escape(run["campaign"] or "-"),
-            escape(run["canary"] or "-"),
+            run["campaign"] or "-",
+            run["canary"] or "-",
             status,
-            escape(", ".join(run["failed"]) or run["error"] or "-"),
+            ", ".join(run["failed"]) or run["error"] or "-",
         )
     out.print(table)
 
@@ -166,22 +168,24 @@ def _print(report: AuditReport, as_json: bool) -> None:
         else f"setup of {report.campaign or 'the workspace'}"
     )
     canary = f", canary {report.canary}" if report.canary else ""
-    table = Table(title=escape(f"audit run {report.run_id}: {what}{canary}"), show_lines=True)
+    table = Table(title=f"audit run {report.run_id}: {what}{canary}", show_lines=True)
     table.add_column("check", no_wrap=True)
     table.add_column("result", no_wrap=True)
     table.add_column("evidence", overflow="fold")
     for row in report.rows:
         lines = [f"[bold]{escape(row.summary)}[/]", *(escape(d) for d in row.details)]
-        table.add_row(escape(row.title), _STYLE[row.status.value], "\n".join(lines))
+        table.add_row(
+            row.title, Text.from_markup(_STYLE[row.status.value]), Text.from_markup("\n".join(lines))
+        )
     if report.rows:
         out.print(table)
     if report.error:
-        out.print(f"[bold red]the audit could not run:[/] {escape(report.error)}")
+        out.print(f"[bold red]the audit could not run:[/] {escape(report.error)}", markup=True)
     emails: list[dict[str, Any]] = report.emails
     if emails:
         targets = ", ".join(sorted({e["to"] for e in emails}))
-        out.print(escape(f"emails handed to the transport: {len(emails)}, to {targets}"))
+        out.print(f"emails handed to the transport: {len(emails)}, to {targets}")
     verdict = {"passed": "[bold green]passed[/]", "failed": "[bold red]FAILED[/]"}.get(
         report.status, report.status
     )
-    out.print(f"audit run {report.run_id}: {verdict}")
+    out.print(f"audit run {report.run_id}: {verdict}", markup=True)

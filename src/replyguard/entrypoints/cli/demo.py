@@ -14,6 +14,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 
@@ -133,9 +134,10 @@ def _reply(app: object, email: str, product: str, kind: ReplyKind, back: date | 
         uow.commit()
     what = "replied" if kind is ReplyKind.HUMAN_REPLY else f"is out of office until {back}"
     out.print(
-        f"{app.clock.now():%a %Y-%m-%d %H:%M UTC}  [bold]{email}[/] {what} ({product}): "
+        f"{app.clock.now():%a %Y-%m-%d %H:%M UTC}  [bold]{escape(email)}[/] {what} ({escape(product)}): "
         f"state {outcome.lead_state}, {outcome.cancelled} queued steps cancelled, "
-        f"{outcome.rescheduled} moved after the pause — in the same transaction"
+        f"{outcome.rescheduled} moved after the pause — in the same transaction",
+        markup=True,
     )
 
 
@@ -167,7 +169,7 @@ def _table(app: object, out: Console) -> None:
             table.add_row(
                 address,
                 product,
-                f"[{style}]{state}[/]" if style else state,
+                Text(state, style=style),
                 str(counts.get("sent", 0)),
                 str(counts.get("cancelled", 0)),
                 str(queued),

@@ -13,6 +13,7 @@ import sys
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 inbound_app = typer.Typer(no_args_is_help=True, help="Inbound messages kept for a person.")
 
@@ -76,7 +77,8 @@ def ingest(
                 if status in _WARNINGS:
                     note = f"{_WARNINGS[status]}: {entry['detail']}" if entry["detail"] else _WARNINGS[status]
                     err.print(
-                        f"[yellow]{item.origin}:[/] inbound {entry['inbound_id']} {note}", highlight=False
+                        f"[yellow]{escape(item.origin)}:[/] inbound {entry['inbound_id']} {escape(note)}",
+                        markup=True,
                     )
     except MailSourceError as exc:
         fail(str(exc), code=2)

@@ -15,6 +15,7 @@ import threading
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 
 def register(app: typer.Typer) -> None:
@@ -71,9 +72,9 @@ def poll(
     try:
         if history and read_cursor(instance, poller.source.key).uidvalidity is not None:
             err.print(
-                f"[yellow]--history applies to a folder's first start only: {poller.source.key} "
+                f"[yellow]--history applies to a folder's first start only: {escape(poller.source.key)} "
                 "was started before; reading goes on from its cursor[/]",
-                highlight=False,
+                markup=True,
             )
         if once:
             count = poller.run_once()

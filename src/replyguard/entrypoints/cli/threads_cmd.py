@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app, out
 
@@ -79,7 +80,7 @@ def print_table(items: list[dict[str, Any]], title: str) -> None:
             str(t["id"]),
             t["product"],
             t["lead"],
-            t["kind"] + (" [bold red]crossed[/]" if t["crossed"] else ""),
+            Text(t["kind"]) + (Text(" crossed", style="bold red") if t["crossed"] else Text("")),
             t["intent_label"] or "-",
             t["recommended_next_step"],
             others,
@@ -106,7 +107,9 @@ def threads_show(
         emit_json(detail)
         return
     out.print(
-        f"[bold]Thread {detail['id']}[/] ({detail['state']}) — {detail['product']}, {detail['campaign']}"
+        f"[bold]Thread {detail['id']}[/] ({detail['state']}) — "
+        f"{escape(detail['product'] or '')}, {escape(detail['campaign'] or '')}",
+        markup=True,
     )
     out.print(f"Lead: {detail['lead_name']} <{detail['lead']}> ({detail['lead_state']}), {detail['company']}")
     out.print(
@@ -123,7 +126,9 @@ def threads_show(
         out.print(item["text"] or "", highlight=False)
     for step in detail["unknown_steps"]:
         out.print(
-            f"\n[yellow]Unknown outcome:[/] step {step['step_id']} '{step['subject']}': {step['detail']}"
+            f"\n[yellow]Unknown outcome:[/] step {step['step_id']} "
+            f"'{escape(step['subject'] or '')}': {escape(step['detail'] or '')}",
+            markup=True,
         )
     for other in detail["other_active_products"]:
         out.print(f"Also a lead of {other['product']} ({other['state']}), next email {other['next_step_at']}")
