@@ -108,6 +108,10 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
+        # Listening now, not when the web thread gets to it: a browser (or a test) that
+        # connects as soon as "replyguard is up" is printed waits in the backlog instead of
+        # being refused.
+        sock.listen(2048)
     except OSError:
         sock.close()
         raise
