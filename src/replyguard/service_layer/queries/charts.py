@@ -124,24 +124,25 @@ class FirstAction:
 def first_action(uow: UnitOfWork, *, days: int = 30, campaign_id: int | None = None) -> list[FirstAction]:
     """Time from a reply to the first action a person took on its thread, per campaign: a
     thread's first `thread_decision` or answer sent (events) after the reply it was opened or
-    updated for, for replies received in the last `days` days. Canary threads are left out."""
+    updated for, for replies received in the last `days` days. Canary threads are left out.
+
+    Two reads, each an index range: the actions of the window (`ix_events_workspace_kind_at`),
+    and the window's threads with their reply and campaigns."""
     days = min(max(days, 1), 366)
     now = uow.clock.now()
     since = datetime.combine(now.date() - timedelta(days=days - 1), time(0), tzinfo=UTC)
     listed = _campaigns(uow, campaign_id)
-    acted_at = (
-        select(func.min(m.Event.at))
-        .where(
-            m.Event.lead_id == m.RescueThread.lead_id,
-            m.Event.kind.in_(ACTIONS),
-            m.Event.data["thread_id"].as_integer() == m.RescueThread.id,
-            m.Event.at >= m.Reply.received_at,
+    actions: dict[int, list[datetime]] = {}
+    for thread_id, at in uow.session.execute(
+        select(m.Event.data["thread_id"].as_integer(), m.Event.at).where(
+            m.Event.workspace_id == uow.workspace_id, m.Event.kind.in_(ACTIONS), m.Event.at >= since
         )
-        .scalar_subquery()
-    )
+    ):
+        if thread_id is not None:
+            actions.setdefault(int(thread_id), []).append(at)
     canary = select(m.Lead.id).where(m.Lead.id == m.RescueThread.lead_id, m.Lead.audit_run_id.is_not(None))
     rows = uow.session.execute(
-        select(m.Enrollment.campaign_id, m.Reply.received_at, acted_at)
+        select(m.Enrollment.campaign_id, m.RescueThread.id, m.Reply.received_at)
         .select_from(m.RescueThread)
         .join(m.Reply, m.Reply.id == m.RescueThread.reply_id)
         .join(m.Enrollment, m.Enrollment.lead_id == m.RescueThread.lead_id)
@@ -154,7 +155,8 @@ def first_action(uow: UnitOfWork, *, days: int = 30, campaign_id: int | None = N
     ).all()
     took: dict[int, list[float]] = {cid: [] for cid, _, _ in listed}
     waiting: dict[int, list[float]] = {cid: [] for cid, _, _ in listed}
-    for cid, received, acted in rows:
+    for cid, thread_id, received in rows:
+        acted = min((at for at in actions.get(thread_id, ()) if at >= received), default=None)
         if acted is None:
             waiting[cid].append(max((now - received).total_seconds(), 0.0))
         else:
