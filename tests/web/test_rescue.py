@@ -11,12 +11,15 @@ from datetime import timedelta
 from sqlalchemy import func, select, update
 
 from replyguard.adapters.db import models as m
+from replyguard.adapters.transports.smtp import SmtpTransport
 from replyguard.domain.clock import FixedClock
 from replyguard.service_layer.audit import config_audit
 from replyguard.service_layer.audit_config import Setup
 from replyguard.service_layer.leads import find_lead
 from replyguard.service_layer.mailboxes import pause_mailbox
+from replyguard.service_layer.worker import Worker
 from replyguard.settings import NotifySettings
+from tests.support.smtp_servers import Behaviour, RecordingSmtpServer
 from tests.web.conftest import Site
 from tests.web.rescue import ADA, ALAN, ATLAS, ATLAS_CAMPAIGN, BEACON, GRACE, Live, live_workspace
 from tests.web.support import api_client, signed_in
@@ -273,3 +276,35 @@ def test_the_notice_backlog_is_the_outbox_not_yet_delivered(site: Site) -> None:
     with live.app.engine.begin() as conn:
         conn.execute(update(m.Notice).values(done_at=None))
     assert backlog() == 1
+
+
+def test_a_failed_step_is_resent_from_its_thread_page_and_goes_out(site: Site) -> None:
+    """A real SMTP server refuses Grace's first email for good (554 at DATA): the lead is held
+    and a step_failed thread opens; a person resends it from the thread page once the cause is
+    fixed, and the worker sends the same email (same Message-ID) again."""
+    app = site.alpha.app
+    with RecordingSmtpServer(by_recipient={GRACE: Behaviour.REJECT_DATA}.get) as server:
+        app.use_transport(SmtpTransport(server.url(timeout=10)))
+        live = live_workspace(app)
+        assert lead_state(live, GRACE) == "held"
+        thread = live.thread_of(GRACE)
+        with live.app.uow() as uow:
+            step = uow.session.get_one(m.Step, uow.session.get_one(m.RescueThread, thread).step_id)
+            message_id, failed_state = step.message_id, step.state
+        assert failed_state == "failed"
+        with signed_in(site.base, site.alpha.email) as (page, csrf):
+            shown = page.get("/inbox", params={"kind": "step_failed"})
+            assert f'data-thread="{thread}"' in shown.text
+            detail = page.get(f"/threads/{thread}")
+            assert 'id="failed-step"' in detail.text and "554" in detail.text
+            assert 'data-action="resend_step"' in detail.text and 'data-action="skip_step"' in detail.text
+            server.by_recipient = None  # the cause is fixed
+            resent = page.post(
+                f"/threads/{thread}/decide", data={"action": "resend_step", "csrf_token": csrf}
+            )
+            assert resent.status_code == 303, resent.text
+        Worker(app).run_once()
+        to_grace = [r for r in server.accepted() if r.rcpt_tos == (GRACE,)]
+    [mail] = to_grace
+    assert mail.message()["Message-ID"] == message_id
+    assert lead_state(live, GRACE) == "active"

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Form
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from replyguard.entrypoints.web.charts import activity_chart, first_action_chart, sends_chart
+from replyguard.entrypoints.web.charts import activity_chart, sends_chart
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import BodyId, ObjectId
 from replyguard.entrypoints.web.security import Guards, Viewer
@@ -18,7 +18,7 @@ from replyguard.service_layer.approvals import approve_in_campaign
 from replyguard.service_layer.bulk import enroll_in_chunks
 from replyguard.service_layer.enrollment import EnrollReport
 from replyguard.service_layer.queries import campaigns as q
-from replyguard.service_layer.queries.charts import first_action, reply_activity
+from replyguard.service_layer.queries.charts import reply_activity
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
@@ -35,7 +35,6 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             reasons = q.cancel_reasons(uow, campaign_id) if state == "cancelled" else None
             sends = q.sends_per_day(uow, campaign_id)
             activity = reply_activity(uow, days=30, campaign_id=campaign_id)[0]
-            acted = first_action(uow, days=30, campaign_id=campaign_id)[0]
         context = {"notice": "", "approved": None, "enroll": None, **extra}
         context.update(
             viewer=who,
@@ -49,8 +48,6 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             sends_chart=sends_chart(sends),
             activity=activity,
             activity_chart=activity_chart(activity),
-            acted=acted,
-            acted_chart=first_action_chart(acted),
         )
         return ctx.renderer.page(request, "campaign.html", context)
 
