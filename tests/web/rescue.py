@@ -90,6 +90,16 @@ class Live:
             msg.add_alternative(html, subtype="html")
         return ingest_raw(self.app, msg.as_bytes(), "imap")
 
+    def colleague(self, email: str, sender: str, text: str) -> IngestResult:
+        """Someone else at the lead's company answers, not in our thread: a probable reply."""
+        _, subject = self.sent(email)
+        msg = EmailMessage()
+        msg["From"], msg["To"], msg["Subject"] = sender, "sam@atlas.test", f"RE: {subject}"
+        msg["Message-ID"] = make_msgid(domain=sender.split("@")[1])
+        msg["Date"] = format_datetime(self.clock.now())
+        msg.set_content(text)
+        return ingest_raw(self.app, msg.as_bytes(), "imap")
+
     def thread_of(self, email: str, product: str = ATLAS) -> int:
         with self.app.uow() as uow:
             lead = find_lead(uow, email, product)

@@ -308,3 +308,30 @@ def test_a_failed_step_is_resent_from_its_thread_page_and_goes_out(site: Site) -
     [mail] = to_grace
     assert mail.message()["Message-ID"] == message_id
     assert lead_state(live, GRACE) == "active"
+
+
+def test_a_probable_reply_is_confirmed_from_its_thread_page(site: Site) -> None:
+    """A colleague answers outside our thread: the message is held as probable, the inbound
+    page links to its thread, and a person confirms it there for one of the candidates."""
+    live = live_workspace(site.alpha.app)
+    probable = live.colleague(ADA, "Charles Babbage <charles@lovelace.test>", "Ada forwarded this; call me.")
+    assert probable.status == "probable"
+    with site.alpha.app.uow() as uow:
+        thread = uow.session.scalars(
+            select(m.RescueThread.id).where(m.RescueThread.kind == "probable_reply")
+        ).one()
+        atlas = find_lead(uow, ADA, ATLAS).id
+    with signed_in(site.base, site.alpha.email) as (page, csrf):
+        listed = page.get("/inbound", params={"status": "probable"})
+        assert f'href="/threads/{thread}"' in listed.text
+        shown = page.get(f"/threads/{thread}")
+        assert 'data-action="confirm"' in shown.text and 'data-action="reject"' in shown.text
+        assert f'name="lead" value="{atlas}"' in shown.text  # Ada is a lead of two products: say which
+        assert 'id="draft"' not in shown.text  # nothing is answered before it is confirmed
+        ambiguous = page.post(f"/threads/{thread}/decide", data={"action": "confirm", "csrf_token": csrf})
+        assert ambiguous.status_code == 409 and "several candidates" in ambiguous.text
+        form = {"action": "confirm", "lead": str(atlas), "csrf_token": csrf}
+        confirmed = page.post(f"/threads/{thread}/decide", data=form)
+        assert confirmed.status_code == 303
+        assert not confirmed.headers["location"].startswith(f"/threads/{thread}?")  # the reply's own thread
+    assert lead_state(live, ADA) == "replied" and lead_state(live, ADA, BEACON) == "active"
