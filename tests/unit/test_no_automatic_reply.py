@@ -1,8 +1,9 @@
 """Invariant 6, read from the code: only a person's explicit action sends a draft.
 
 `person_send.send_reply` is the only code that sends anything but a campaign step or a notice
-to the owner, and only the command line (a person typing `threads send`) calls it. Whatever is
-added later (the web) must be an entry point too: this test lists who may.
+to the owner, and only entry points where a person asks to send call it: `threads send`, the
+thread page's Send button and the API's send. Anything added later must be such an entry point
+too: this test lists who may.
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "replyguard"
 #: Entry points where a person asks to send. Nothing else may reach send_reply.
-ALLOWED_CALLERS = {"entrypoints/cli/threads_cmd.py"}
+ALLOWED_CALLERS = {
+    "entrypoints/cli/threads_cmd.py",
+    "entrypoints/web/pages/threads.py",  # the Send button of a thread page
+    "entrypoints/web/api/threads.py",  # POST /api/v1/threads/{id}/send
+}
 #: Where a transport's send is called: the guarded worker (campaign steps), the person's
 #: answer, and the notice email to the owner. Nowhere else.
 TRANSPORT_SENDERS = {

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -100,10 +101,31 @@ def wait_for(lines: queue.Queue[str], text: str, seen: list[str]) -> None:
             return
 
 
-def test_up_serves_the_web_app_with_the_worker_and_stops_cleanly_on_sigterm(workspace: Path) -> None:
+def a_reply_waiting_for_its_notice(workspace: Path) -> None:
+    """A lead's reply recorded in the workspace's database: a thread, and its notice in the
+    outbox for the campaign's owner."""
+    from replyguard.bootstrap import bootstrap
+    from replyguard.domain.clock import FixedClock, parse_instant
+    from tests.support.scenario import load_examples, reply
+
+    app = bootstrap(env(workspace)["REPLYGUARD_DATABASE_URL"], clock=FixedClock(parse_instant(NOW)))
+    try:
+        load_examples(app, enroll=False)
+        assert reply(app, "priya@fernhollow.test", "Northwind Reports").notice_id is not None
+    finally:
+        app.close()
+
+
+NOW = "2026-12-07T12:00:00Z"
+
+
+def test_up_serves_the_web_app_with_the_worker_and_delivers_notices_and_stops_cleanly_on_sigterm(
+    workspace: Path,
+) -> None:
+    a_reply_waiting_for_its_notice(workspace)
     port = free_port()
     process = subprocess.Popen(
-        [*REPLYGUARD, "up", "--port", str(port), "--log-format", "json"],
+        [*REPLYGUARD, "--now", NOW, "up", "--port", str(port), "--log-format", "json"],
         stderr=subprocess.PIPE,
         text=True,
         env=env(workspace),
@@ -112,10 +134,17 @@ def test_up_serves_the_web_app_with_the_worker_and_stops_cleanly_on_sigterm(work
     try:
         lines = lines_of(process.stderr)
         wait_for(lines, "replyguard is up at", seen)
+        assert "(web, worker, notices by email)" in seen[-1]
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
             assert client.get("/healthz").json() == {"status": "ok"}
             assert client.get("/readyz").json()["status"] == "ready"
             assert client.get("/login").status_code == 200
+            # The owner's notice leaves the outbox by email (the Maildir transport), and the
+            # backlog that /metrics reports drains to nothing.
+            notice = wait_for_file(workspace / "outbox" / "new")
+            assert "Subject: [replyguard] Northwind Reports: Priya" in notice.read_text(errors="replace")
+            backlog = wait_for_metric(client, "replyguard_notice_backlog", 0.0)
+            assert backlog == 0.0
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
         while line := lines.get(timeout=60):
@@ -128,6 +157,49 @@ def test_up_serves_the_web_app_with_the_worker_and_stops_cleanly_on_sigterm(work
     logged = [json.loads(line) for line in seen if line.startswith("{")]
     assert all({"ts", "level", "logger", "msg"} <= set(entry) for entry in logged)
     assert {"uvicorn.error", "replyguard.up"} <= {entry["logger"] for entry in logged}
+
+
+def wait_for_file(folder: Path, timeout: float = 60.0) -> Path:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = sorted(folder.glob("*")) if folder.exists() else []
+        if found:
+            return found[0]
+        time.sleep(0.05)  # polling for an event, with a generous deadline
+    raise AssertionError(f"nothing arrived in {folder} within {timeout} s")
+
+
+def wait_for_metric(client: httpx.Client, name: str, value: float, timeout: float = 60.0) -> float:
+    deadline, seen = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        for line in client.get("/metrics").text.splitlines():
+            if line.startswith(name + " "):
+                seen = float(line.split()[-1])
+        if seen == value:
+            return seen
+        time.sleep(0.05)  # polling for an event, with a generous deadline
+    return float("nan") if seen is None else seen
+
+
+def test_up_runs_without_any_notice_channel(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """REPLYGUARD_NOTIFY_EMAIL=0 and no webhook: no notice component, everything else runs."""
+    from replyguard.bootstrap import bootstrap
+    from replyguard.entrypoints.cli.up_cmd import _components, notice_delivery
+
+    for name, value in env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("REPLYGUARD_NOTIFY_EMAIL", "0")
+    app = bootstrap()
+    try:
+        assert notice_delivery(app) is None
+        monkeypatch.setenv("REPLYGUARD_NOTIFY_SLACK_URL", "http://127.0.0.1:9/hook")
+        slack = notice_delivery(app)
+        assert slack is not None and list(slack.channels) == ["slack"]
+        with socket.socket() as sock:
+            names = [c.name for c in _components(app, sock, [], worker=True, notices=None)]
+        assert names == ["web", "worker"]
+    finally:
+        app.close()
 
 
 def test_up_on_a_busy_port_says_so_in_one_line(workspace: Path) -> None:

@@ -107,7 +107,7 @@ def test_after_sign_in_the_next_page_is_always_on_this_site(site: Site, target: 
             data={"email": site.alpha.email, "password": PASSWORD, "login_token": token, "next": target},
         )
     assert response.status_code == 303
-    assert response.headers["location"] == "/campaigns"
+    assert response.headers["location"] == "/inbox"  # home: the Reply Rescue inbox
 
 
 def test_pages_carry_a_strict_content_security_policy_and_framing_refusal(site: Site) -> None:

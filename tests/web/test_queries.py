@@ -169,3 +169,26 @@ def test_a_page_read_does_not_wait_for_the_write_lock(app: App) -> None:
             rows = cq.list_campaigns(reader)
         writer.commit()
     assert [r.name for r in rows] == ["South", "North"]
+
+
+def test_the_inbox_reads_each_threads_context_as_load_context_does(app: App) -> None:
+    """The inbox reads a page of contexts at once (`contexts_for`); each must equal what
+    `load_context` reads for one thread: the next step shown in the list is the thread's."""
+    from sqlalchemy import select
+
+    from replyguard.service_layer.queries.thread_contexts import contexts_for
+    from replyguard.service_layer.thread_context import load_context
+    from tests.web.rescue import ADA, ALAN, GRACE, live_workspace
+
+    live = live_workspace(app)
+    live.reply(ADA, "Yes, interested.")  # Ada is also a live lead of Beacon
+    live.reply(GRACE, "What does it cost?")
+    with app.uow() as uow:
+        lead_ids = list(uow.session.scalars(select(m.Lead.id)))
+        one_by_one = {lead_id: load_context(uow.session, uow.workspace_id, lead_id) for lead_id in lead_ids}
+        together = contexts_for(uow, lead_ids)
+    assert together == one_by_one
+    assert any(c.other_products for c in together.values())  # the comparison covered them
+    assert {c.email for c in together.values()} >= {ADA, GRACE, ALAN}
+    with Scoped(app.engine, app.clock).read(app.workspace_id + 1000) as other:
+        assert contexts_for(other, lead_ids) == {}  # another workspace's leads are not read

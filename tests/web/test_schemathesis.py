@@ -10,9 +10,13 @@ from __future__ import annotations
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
+from replyguard.service_layer.audit import config_audit
+from replyguard.service_layer.audit_config import Setup
 from replyguard.service_layer.ingest import ingest_raw
+from replyguard.settings import NotifySettings
 from tests.support.scenario import load_examples
 from tests.web.conftest import Site
+from tests.web.rescue import ADA, GRACE, live_workspace
 
 UNMATCHED = (
     b"From: Someone <someone@elsewhere.test>\r\nTo: dana@northwind-analytics.test\r\nSubject: Hello\r\n"
@@ -24,6 +28,11 @@ EXAMPLES_PER_OPERATION = 15
 def test_no_request_makes_the_api_fail(site: Site) -> None:
     load_examples(site.alpha.app)
     ingest_raw(site.alpha.app, UNMATCHED, "file")
+    # Reply Rescue threads (a reply, a probable one), a config audit run, mailboxes.
+    live = live_workspace(site.alpha.app)
+    live.reply(ADA, "Yes, interested. Thursday?")
+    live.reply(GRACE, "What does it cost?")
+    config_audit(site.alpha.app, Setup(site.alpha.app.settings, NotifySettings(), None, "maildir:outbox"))
     # Revoking is covered in test_api.py; here it would revoke the fuzzer's own token (ids are
     # small numbers) and leave every later request a 401.
     schema = schemathesis.openapi.from_url(f"{site.base}/openapi.json").exclude(path_regex=r"/revoke$")
@@ -49,4 +58,4 @@ def test_no_request_makes_the_api_fail(site: Site) -> None:
             assert response.status_code != 401, "the fuzzer's token stopped working"
 
         no_server_error()
-    assert len(tried) >= 18, tried
+    assert len(tried) >= 32, tried

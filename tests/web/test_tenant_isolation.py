@@ -18,11 +18,14 @@ from replyguard.domain.leads_csv import read_leads
 from replyguard.domain.states import StepState
 from replyguard.entrypoints.http import create_app
 from replyguard.service_layer.api_tokens import find_token
+from replyguard.service_layer.audit import config_audit
+from replyguard.service_layer.audit_config import Setup
 from replyguard.service_layer.campaigns import create_campaign
 from replyguard.service_layer.ingest import ingest_raw
-from replyguard.service_layer.leads import import_leads
+from replyguard.service_layer.leads import find_lead, import_leads
 from replyguard.service_layer.scoped import Scoped
-from tests.support.scenario import campaign_toml, csv_of, enroll_all
+from replyguard.settings import NotifySettings
+from tests.support.scenario import campaign_toml, csv_of, enroll_all, reply
 from tests.web.conftest import Site
 from tests.web.support import api_client, signed_in
 
@@ -39,7 +42,26 @@ EXEMPT = {
     "/logout": "ends the caller's own session",
     "/": "a redirect",
 }
-SECRETS = ("Bravo secret campaign", "secret-lead@bravo.test", "Bravo inbound secret", "tests bravo")
+SECRETS = (
+    "Bravo secret campaign",
+    "secret-lead@bravo.test",
+    "replied-lead@bravo.test",
+    "Bravo inbound secret",
+    "tests bravo",
+)
+#: A well-formed body for the API operations that need one: B's object must be a 404 even
+#: to a request that would be carried out in B's own workspace.
+BODIES: dict[str, dict[str, object]] = {
+    "/api/v1/threads/{thread_id}/decisions": {"action": "stop"},
+    "/api/v1/threads/{thread_id}/assign": {"to": "mallory@alpha.test"},
+    "/api/v1/threads/{thread_id}/snooze": {"until": "2026-12-30T09:00:00Z"},
+    "/api/v1/threads/{thread_id}/send": {"body": "Hello from another workspace"},
+}
+#: The same for the pages' forms.
+FORMS: dict[str, dict[str, str]] = {
+    "/threads/{thread_id}/decide": {"action": "stop"},
+    "/threads/{thread_id}/send": {"body": "Hello from another workspace"},
+}
 
 
 @dataclass(frozen=True)
@@ -52,7 +74,14 @@ def bravo_objects(bravo: App, bravo_token_name: str) -> BravoObjects:
         created = create_campaign(
             uow, campaign_toml("Bravo secret campaign", "Bravo product", approval_last=True)
         )
-        rows = read_leads(csv_of([{"email": "secret-lead@bravo.test", "first_name": "Sam"}]))
+        rows = read_leads(
+            csv_of(
+                [
+                    {"email": "secret-lead@bravo.test", "first_name": "Sam"},
+                    {"email": "replied-lead@bravo.test", "first_name": "Kim"},
+                ]
+            )
+        )
         import_leads(uow, "Bravo product", list(rows))
         uow.commit()
     enroll_all(bravo, "Bravo secret campaign")
@@ -62,15 +91,24 @@ def bravo_objects(bravo: App, bravo_token_name: str) -> BravoObjects:
         b"<p>Hello</p>\r\n"
     )
     inbound = ingest_raw(bravo, raw, "file")
+    # A reply opens a Reply Rescue thread; a config audit records a run.
+    thread_id = reply(bravo, "replied-lead@bravo.test", "Bravo product").thread_id
+    setup = Setup(bravo.settings, NotifySettings(), None, "maildir:outbox")
+    run_id = config_audit(bravo, setup).run_id
     with bravo.uow() as uow:
-        lead_id = uow.session.scalars(select(m.Lead.id)).one()
+        lead_id = find_lead(uow, "secret-lead@bravo.test", "Bravo product").id
         token_id = uow.session.scalars(select(m.ApiToken.id).where(m.ApiToken.name == bravo_token_name)).one()
+        mailbox_id = uow.session.scalars(select(m.Mailbox.id)).one()
+    assert thread_id is not None
     return BravoObjects(
         {
             "campaign_id": created.campaign_id,
             "lead_id": lead_id,
             "inbound_id": inbound.inbound_id,
             "token_id": token_id,
+            "thread_id": thread_id,
+            "run_id": run_id,
+            "mailbox_id": mailbox_id,
         }
     )
 
@@ -119,7 +157,7 @@ def test_every_route_answers_404_for_another_workspaces_objects(site: Site) -> N
             )
             url = path.format(**objects.ids)
             client = api if path.startswith("/api/") else page
-            response = _call(client, method, url, csrf)
+            response = _call(client, method, url, csrf, BODIES.get(path) or FORMS.get(path) or {})
             if params:
                 assert response.status_code == 404, f"{method} {url} as workspace A: {response.status_code}"
                 walked.append(path)
@@ -128,9 +166,13 @@ def test_every_route_answers_404_for_another_workspaces_objects(site: Site) -> N
                     f"{method} {path} shows workspace B's data"
                 )
                 listed.append(path)
-    assert len(walked) >= 15 and len(listed) >= 10  # the walk really covered the app
-    # Nothing of B changed: its steps still wait, its token still works.
+    assert len(walked) >= 30 and len(listed) >= 15  # the walk really covered the app
+    # Nothing of B changed: its steps still wait, its thread is untouched, its token works.
     assert waiting_steps(site.bravo.app) == waiting_before > 0
+    with site.bravo.app.uow() as uow:
+        thread = uow.session.get_one(m.RescueThread, objects.ids["thread_id"])
+        assert (thread.state, thread.assignee) == ("open", None)
+        assert not uow.session.scalars(select(m.PersonSend.id)).all()
     with Scoped(site.bravo.app.engine, site.bravo.app.clock).installation() as uow:
         assert find_token(uow, site.bravo.token) is not None
 
@@ -147,12 +189,12 @@ def test_the_same_routes_answer_for_the_workspaces_own_objects(site: Site) -> No
             assert response.status_code == 200, f"GET {path} in its own workspace: {response.status_code}"
 
 
-def _call(client: httpx.Client, method: str, url: str, csrf: str) -> httpx.Response:
+def _call(client: httpx.Client, method: str, url: str, csrf: str, body: dict[str, object]) -> httpx.Response:
     if method == "GET":
         return client.get(url)
     if url.startswith("/api/"):
-        return client.request(method, url, json={})
-    return client.request(method, url, data={"csrf_token": csrf})
+        return client.request(method, url, json=body)
+    return client.request(method, url, data={**body, "csrf_token": csrf})
 
 
 @pytest.mark.parametrize("path", ["/api/v1/campaigns", "/api/v1/leads", "/api/v1/inbound"])

@@ -273,7 +273,9 @@ class Reply(Base):
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
     lead_id: Mapped[int] = mapped_column(ForeignKey("leads.id"), index=True)
-    inbound_message_id: Mapped[int | None] = mapped_column(BigInteger().with_variant(Integer(), "sqlite"))
+    inbound_message_id: Mapped[int | None] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), index=True
+    )
     kind: Mapped[str] = mapped_column(String(20))
     from_address: Mapped[str | None] = mapped_column(String(320))
     subject: Mapped[str | None] = mapped_column(Text)
@@ -418,6 +420,9 @@ class Event(Base):
     """Append-only: the timeline of every state change. Never updated, never deleted."""
 
     __tablename__ = "events"
+    # A kind of event in a time window (a person's actions on threads, for the reply → first
+    # action chart) without reading every `step_sent` of the workspace.
+    __table_args__ = (Index("ix_events_workspace_kind_at", "workspace_id", "kind", "at"),)
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
     lead_id: Mapped[int | None] = mapped_column(ForeignKey("leads.id"), index=True)

@@ -5,7 +5,10 @@ Runs together, each in its own thread, until Ctrl-C or SIGTERM:
 * the web app (pages, REST API, webhooks, one-click unsubscribe) on --host/--port;
 * the guarded worker (`replyguard worker`);
 * one IMAP poller per --imap URL (`replyguard poll`);
-* [the notice delivery loop of Reply Rescue: see NOTICE DELIVERY below].
+* the notice delivery of Reply Rescue (`replyguard notify`): the outbox to every configured
+  channel (an email to the owner by default, REPLYGUARD_NOTIFY_* for webhooks), and the
+  model's drafts when REPLYGUARD_MODEL_URL is set. With no channel and no model it is left
+  out, and the rest runs as before.
 
 Each part can still run on its own (`serve`, `worker`, `poll`) on other machines against
 PostgreSQL, when one process is no longer enough. On SQLite, `up` is the way to run: one
@@ -29,6 +32,7 @@ import typer
 if TYPE_CHECKING:  # the CLI starts fast: nothing heavy is imported before a command runs
     from replyguard.bootstrap import App
     from replyguard.entrypoints.supervisor import Component
+    from replyguard.service_layer.notice_delivery import NoticeDelivery
 
 Run = Callable[[threading.Event], None]
 
@@ -77,15 +81,22 @@ def up(
             fail(str(exc), code=2)
     instance = open_app(ctx, running_clock=True)
     try:
+        notices = notice_delivery(instance)
+    except ValueError as exc:  # a REPLYGUARD_NOTIFY_* or REPLYGUARD_MODEL_* value that does not parse
+        instance.close()
+        fail(str(exc), code=2)
+    try:
         sock = _bind(host, port)
     except OSError as exc:
         instance.close()
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
-    supervisor = Supervisor(_components(instance, sock, urls, worker=worker))
+    supervisor = Supervisor(_components(instance, sock, urls, worker=worker, notices=notices))
     _on_signals(supervisor.stop)
     supervisor.start()
     where = f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"
     parts = ["web"] + ["worker"] * worker + [f"{len(urls)} IMAP poller{'s' * (len(urls) != 1)}"] * bool(urls)
+    if notices is not None:
+        parts.append(f"notices by {', '.join(notices.channels) or 'nobody (model drafts only)'}")
     err.print(f"replyguard is up at {where} ({', '.join(parts)}); Ctrl-C stops", highlight=False)
     while not supervisor.stop.wait(0.5):
         pass
@@ -129,7 +140,14 @@ def _on_signals(stop: threading.Event) -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def _components(instance: App, sock: socket.socket, urls: list[str], *, worker: bool) -> list[Component]:
+def _components(
+    instance: App,
+    sock: socket.socket,
+    urls: list[str],
+    *,
+    worker: bool,
+    notices: NoticeDelivery | None = None,
+) -> list[Component]:
     from replyguard.entrypoints.supervisor import Component
 
     found = [Component("web", _web(instance, sock), essential=True)]
@@ -137,9 +155,47 @@ def _components(instance: App, sock: socket.socket, urls: list[str], *, worker: 
         found.append(Component("worker", _worker(instance)))
     for index, url in enumerate(urls, start=1):
         found.append(Component(f"imap-{index}", _poller(instance, url)))
-    # NOTICE DELIVERY (Reply Rescue): when `service_layer/notices.py` has its loop, add it here:
-    #     found.append(Component("notices", lambda stop: run_forever(instance, stop.is_set, stop.wait)))
+    if notices is not None:
+        found.append(Component("notices", _notices(notices)))
     return found
+
+
+def notice_delivery(instance: App) -> NoticeDelivery | None:
+    """The notice outbox's delivery as `replyguard notify` configures it, or None when there
+    is nothing to do (no channel, no model). Raises ValueError for a setting that does not
+    parse."""
+    from replyguard.adapters.notices import make_channels
+    from replyguard.service_layer.notice_delivery import NoticeDelivery
+    from replyguard.settings import ModelSettings, NotifySettings
+
+    settings, model = NotifySettings.from_env(), ModelSettings.from_env()
+    channels = make_channels(settings, instance.transport if settings.email else None)
+    drafts = None
+    if model.url is not None:
+        from replyguard.adapters.model_client import ModelClient
+        from replyguard.service_layer.drafting import draft_pending
+
+        client = ModelClient(model.url, model.model, model.api_key, model.timeout)
+
+        def drafts() -> int:
+            return draft_pending(instance, client)
+
+    if not channels and drafts is None:
+        return None
+    return NoticeDelivery(instance, channels, settings, before_pass=drafts)
+
+
+def _notices(delivery: NoticeDelivery) -> Run:
+    from replyguard.service_layer.notice_delivery import run_forever
+
+    def run(stop: threading.Event) -> None:
+        def sleep(seconds: float) -> None:
+            stop.wait(seconds)  # wakes at once when `up` is stopping
+
+        report = run_forever(delivery, stop.is_set, sleep)
+        log.info("notice delivery stopped: %s delivered, %s to retry", report.delivered, report.retried)
+
+    return run
 
 
 def _web(instance: App, sock: socket.socket) -> Run:

@@ -6,7 +6,7 @@ from markupsafe import Markup
 
 from replyguard.entrypoints.web.svg import Series, stacked_bars
 from replyguard.service_layer.queries.campaigns import SendsPerDay
-from replyguard.service_layer.queries.charts import CampaignActivity
+from replyguard.service_layer.queries.charts import CampaignActivity, FirstAction
 
 
 def sends_chart(sends: SendsPerDay) -> Markup:
@@ -33,4 +33,18 @@ def activity_chart(activity: CampaignActivity) -> Markup:
             Series("other", "automatic replies and unsubscribes", [d.other for d in activity.days]),
         ],
         title=f"Replies, out-of-office and bounces per day: {activity.campaign}",
+    )
+
+
+def first_action_chart(stats: FirstAction) -> Markup:
+    """How long replies waited for a person's first action, and how many still wait."""
+    labels = [label for label, _ in stats.buckets] + ["no action yet"]
+    return stacked_bars(
+        labels,
+        [
+            Series("acted", "replies acted on", [n for _, n in stats.buckets] + [0]),
+            Series("waiting", "replies still waiting", [0] * len(stats.buckets) + [stats.waiting]),
+        ],
+        title=f"Time from reply to a person's first action: {stats.campaign}",
+        every_label=True,
     )

@@ -12,15 +12,16 @@ class NavItem:
     href: str
 
 
-# The Reply Rescue inbox slots in first, when its pages land:
-#     NavItem("inbox", "Inbox", "/inbox"),
 NAV: tuple[NavItem, ...] = (
+    NavItem("inbox", "Inbox", "/inbox"),
     NavItem("campaigns", "Campaigns", "/campaigns"),
     NavItem("leads", "Leads", "/leads"),
     NavItem("inbound", "Inbound", "/inbound"),
+    NavItem("mailboxes", "Mailboxes", "/mailboxes"),
     NavItem("reports", "Reports", "/reports"),
+    NavItem("audit", "Audit", "/audit"),
     NavItem("settings", "API tokens", "/settings/tokens"),
 )
 
-#: Where a person lands after signing in (the Rescue inbox, once it exists).
-HOME = "/campaigns"
+#: Where a person lands after signing in: the Reply Rescue inbox, what waits for them.
+HOME = "/inbox"

@@ -88,7 +88,9 @@ def _families(snap: OpsSnapshot, now: float) -> Iterator[Metric]:
             age.add_metric([src.workspace, src.source], max(now - src.last_poll_at.timestamp(), 0.0))
     yield errors
     yield age
-    backlog = GaugeMetricFamily("replyguard_notice_backlog", "Hand-off notices not yet dealt with")
+    backlog = GaugeMetricFamily(
+        "replyguard_notice_backlog", "Notices in the outbox: not yet delivered on every channel"
+    )
     backlog.add_metric([], snap.notice_backlog)
     yield backlog
     inbound = GaugeMetricFamily(

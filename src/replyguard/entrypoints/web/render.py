@@ -53,6 +53,28 @@ _BADGES = {
     "unsubscribed": "grey",
     "unsubscribe": "grey",
     "revoked": "grey",
+    "open": "blue",
+    "snoozed": "grey",
+    "done": "grey",
+    "probable_reply": "amber",
+    "unknown_outcome": "red",
+    "step_failed": "red",
+    "render_failed": "red",
+    "left_company": "amber",
+    "thread_taken": "amber",
+    "confirm_sender": "amber",
+    "quarantined": "red",
+    "refused": "red",
+    "suspect": "red",
+    "passed": "green",
+    "pass": "green",
+    "fail": "red",
+    "warn": "amber",
+    "error": "red",
+    "running": "violet",
+    "paused": "red",
+    "delivered": "green",
+    "pending": "amber",
 }
 
 
@@ -71,6 +93,16 @@ def when(value: datetime | date | None) -> str:
     if isinstance(value, datetime):
         return f"{value:%a} {value.day} {value:%b %Y, %H:%M} UTC"
     return f"{value:%a} {value.day} {value:%b %Y}"
+
+
+def instant(value: str | datetime | None) -> datetime | None:
+    """An ISO-8601 time as the service layer's JSON-ready views carry it, as a datetime."""
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
 
 
 def duration(value: timedelta | float | int | None) -> str:
@@ -94,7 +126,7 @@ class Renderer:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        self.env.filters.update(badge=badge_class, label=label, when=when, duration=duration)
+        self.env.filters.update(badge=badge_class, label=label, when=when, duration=duration, instant=instant)
         self.env.globals.update(nav=NAV)
 
     def page(

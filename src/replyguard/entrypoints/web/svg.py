@@ -30,9 +30,15 @@ def _scale(top_value: float) -> float:
 
 
 def stacked_bars(
-    labels: Sequence[str], series: Sequence[Series], *, limit: int | None = None, title: str
+    labels: Sequence[str],
+    series: Sequence[Series],
+    *,
+    limit: int | None = None,
+    title: str,
+    every_label: bool = False,
 ) -> Markup:
-    """One stacked bar per label; `limit` draws a dashed line (a daily cap)."""
+    """One stacked bar per label; `limit` draws a dashed line (a daily cap). The axis names
+    the first, middle and last bar (days), or `every_label` (a few categories)."""
     n = max(len(labels), 1)
     totals = [sum(s.values[i] for s in series) for i in range(len(labels))]
     top = _scale(max([*totals, limit or 0, 1]))
@@ -68,7 +74,8 @@ def stacked_bars(
             f'<line class="limit" x1="{_LEFT}" y1="{y(limit):.1f}" x2="{WIDTH - _RIGHT}" y2="{y(limit):.1f}">'
             f"<title>daily cap {limit}</title></line>"
         )
-    for i in sorted({0, len(labels) // 2, len(labels) - 1}) if labels else []:
+    shown = range(len(labels)) if every_label else sorted({0, len(labels) // 2, len(labels) - 1})
+    for i in shown if labels else []:
         x = _LEFT + i * slot + slot / 2
         parts.append(
             f'<text class="tick" x="{x:.1f}" y="{HEIGHT - 6}" text-anchor="middle">{escape(labels[i])}</text>'

@@ -1,5 +1,6 @@
-"""The inbound page: messages kept for a person (unmatched, probable, unparsable), the
-suppression list, and the health of each inbound source."""
+"""The inbound page: messages kept for a person (unmatched, probable, unparsable, suspect,
+quarantined, refused), each with the rescue thread it opened, the suppression list, and the
+health of each inbound source."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from replyguard.domain.inbound.parse import MessageParseError, extract_body, hea
 from replyguard.service_layer.queries import NotFound, Page, bounds, like_pattern, paged
 from replyguard.service_layer.uow import UnitOfWork
 
-KEPT = ("unmatched", "probable", "unparsable")
+KEPT = ("unmatched", "probable", "unparsable", "suspect", "quarantined", "refused")
+#: A person may process these again (`quarantine.retry`): quarantined ones, and stored ones
+#: that a crash left behind.
+RETRYABLE = ("quarantined", "stored")
 STATUSES = (*KEPT, "matched", "stored")
 _HEAD_BYTES = 16384  # enough for the headers a list shows; the body is read on the message page
 _SHOWN_HEADERS = ("From", "To", "Cc", "Reply-To", "Subject", "Date", "Message-ID", "In-Reply-To")
@@ -34,6 +38,7 @@ class InboundRow:
     subject: str
     error: str | None
     lead_id: int | None
+    thread_id: int | None = None  # the rescue thread it opened (a probable reply's, a reply's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +81,7 @@ def _headers_of(head: bytes) -> tuple[str, str]:
     return header(msg, "from"), header(msg, "subject")
 
 
-def _row(r: Any, head: bytes) -> InboundRow:
+def _row(r: Any, head: bytes, thread_id: int | None = None) -> InboundRow:
     """From a model or a row of `_COLUMNS` (the same attribute names)."""
     sender, subject = _headers_of(head)
     return InboundRow(
@@ -90,7 +95,31 @@ def _row(r: Any, head: bytes) -> InboundRow:
         subject,
         r.error,
         r.lead_id,
+        thread_id,
     )
+
+
+def threads_of(uow: UnitOfWork, inbound_ids: list[int]) -> dict[int, int]:
+    """The latest rescue thread each message opened: a probable reply's own thread, or the
+    thread of the reply it was recorded as."""
+    if not inbound_ids:
+        return {}
+    direct = uow.session.execute(
+        select(m.RescueThread.inbound_message_id, m.RescueThread.id).where(
+            m.RescueThread.workspace_id == uow.workspace_id,
+            m.RescueThread.inbound_message_id.in_(inbound_ids),
+        )
+    ).all()
+    by_reply = uow.session.execute(
+        select(m.Reply.inbound_message_id, m.RescueThread.id)
+        .join(m.RescueThread, m.RescueThread.reply_id == m.Reply.id)
+        .where(m.Reply.workspace_id == uow.workspace_id, m.Reply.inbound_message_id.in_(inbound_ids))
+    ).all()
+    found: dict[int, int] = {}
+    for inbound_id, thread_id in [*by_reply, *direct]:
+        if inbound_id is not None:
+            found[int(inbound_id)] = max(thread_id, found.get(int(inbound_id), 0))
+    return found
 
 
 _COLUMNS = (
@@ -127,7 +156,8 @@ def list_inbound(uow: UnitOfWork, status: str, *, page: int = 1, per_page: int =
         .offset(offset)
         .limit(limit)
     ).all()
-    return paged([_row(r, bytes(r[-1] or b"")) for r in rows], page, per_page)
+    threads = threads_of(uow, [r.id for r in rows])
+    return paged([_row(r, bytes(r[-1] or b""), threads.get(r.id)) for r in rows], page, per_page)
 
 
 def inbound_message(uow: UnitOfWork, inbound_id: int) -> InboundMessageView:
@@ -157,7 +187,12 @@ def inbound_message(uow: UnitOfWork, inbound_id: int) -> InboundMessageView:
         )
     )
     return InboundMessageView(
-        _row(row, raw[:_HEAD_BYTES]), headers, text, html, len(raw), sorted({i for i in held if i})
+        _row(row, raw[:_HEAD_BYTES], threads_of(uow, [row.id]).get(row.id)),
+        headers,
+        text,
+        html,
+        len(raw),
+        sorted({i for i in held if i}),
     )
 
 

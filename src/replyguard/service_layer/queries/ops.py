@@ -103,9 +103,11 @@ def ops_snapshot(uow: UnitOfWork) -> OpsSnapshot:
 
 
 def _notice_backlog(uow: UnitOfWork) -> int:
-    # Notices nobody has read yet. When the notice outbox lands (the Reply Rescue work), this
-    # becomes "not yet delivered on every channel".
-    return int(uow.session.scalar(select(func.count()).where(m.Notice.read_at.is_(None))) or 0)
+    """Notices still in the outbox: not yet delivered on every configured channel (or given
+    up). `notices.done_at` is set by the delivery loop (`notice_delivery`) once no channel has
+    anything left to try; it is indexed, so this stays an index count however many notices
+    were ever written."""
+    return int(uow.session.scalar(select(func.count()).where(m.Notice.done_at.is_(None))) or 0)
 
 
 def database_revision(uow: UnitOfWork) -> str | None:

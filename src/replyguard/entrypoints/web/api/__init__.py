@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from replyguard.entrypoints.web.api import campaigns, inbound, leads, workspace
+from replyguard.entrypoints.web.api import campaigns, inbound, leads, operations, threads, workspace
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.security import Guards
 
@@ -19,6 +19,6 @@ _ERRORS: dict[int | str, dict[str, str]] = {
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     api = APIRouter(prefix=PREFIX, dependencies=[Depends(guards.caller)], responses=_ERRORS)
-    for module in (campaigns, leads, inbound, workspace):
+    for module in (threads, campaigns, leads, inbound, operations, workspace):
         api.include_router(module.router(ctx, guards))
     return api

@@ -16,7 +16,7 @@ from replyguard.service_layer.approvals import approve_in_campaign
 from replyguard.service_layer.bulk import enroll_in_chunks
 from replyguard.service_layer.campaigns import create_campaign
 from replyguard.service_layer.queries import campaigns as q
-from replyguard.service_layer.queries.charts import reply_activity
+from replyguard.service_layer.queries.charts import first_action, reply_activity
 
 QueueState = Literal["scheduled", "awaiting_approval", "sending", "sent", "cancelled", "failed", "unknown"]
 
@@ -79,6 +79,26 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         """Replies, out-of-office answers and bounces per day."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             return reply_activity(uow, days=days, campaign_id=campaign_id)[0]
+
+    @routes.get("/campaigns/{campaign_id}/first-action", response_model=s.FirstAction)
+    def campaign_first_action(
+        caller: Token, campaign_id: ObjectId, days: Annotated[int, Query(ge=1, le=366)] = 30
+    ) -> s.FirstAction:
+        """Time from a reply to a person's first action on its thread (a decision or an answer
+        sent), for replies of the last `days` days; and how many still wait."""
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            found = first_action(uow, days=days, campaign_id=campaign_id)[0]
+        return s.FirstAction(
+            campaign_id=found.campaign_id,
+            campaign=found.campaign,
+            product=found.product,
+            acted=found.acted,
+            waiting=found.waiting,
+            median_seconds=found.median_seconds,
+            p90_seconds=found.p90_seconds,
+            oldest_waiting_seconds=found.oldest_waiting_seconds,
+            buckets=[s.Bucket(label=label, count=n) for label, n in found.buckets],
+        )
 
     @routes.post("/campaigns/{campaign_id}/approve", response_model=s.Approved)
     def approve_steps(caller: Token, campaign_id: ObjectId, body: s.Approve) -> s.Approved:

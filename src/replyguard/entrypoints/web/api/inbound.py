@@ -14,7 +14,9 @@ from replyguard.entrypoints.web.sanitize import sanitize_email_html
 from replyguard.entrypoints.web.security import Caller, Guards
 from replyguard.service_layer.queries import inbound as q
 
-Status = Literal["unmatched", "probable", "unparsable", "matched", "stored"]
+Status = Literal[
+    "unmatched", "probable", "unparsable", "suspect", "quarantined", "refused", "matched", "stored"
+]
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:

@@ -251,6 +251,7 @@ class InboundRow(Model):
     subject: str
     error: str | None
     lead_id: int | None
+    thread_id: int | None = Field(default=None, description="The rescue thread it opened")
 
 
 class Header(BaseModel):
@@ -296,3 +297,252 @@ class Token(Model):
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None
+
+
+class ThreadRow(Model):
+    id: int
+    state: str = Field(description="open, snoozed or done (a snooze whose time came is open)")
+    kind: str
+    intent: str | None
+    intent_label: str | None
+    subject: str | None
+    product: str
+    campaign: str | None
+    lead_id: int
+    lead: str
+    lead_name: str
+    company: str
+    lead_state: str
+    owner: str
+    assignee: str | None
+    crossed: bool
+    recommended_next_step: str
+    actions: list[str] = Field(description="The decisions that fit now (POST .../decisions)")
+    other_active_products: list[str]
+    snoozed_until: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class OtherProduct(BaseModel):
+    product: str
+    state: str
+    next_step_at: datetime | None
+    next_subject: str | None
+
+
+class ConversationItem(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    sender: str = Field(alias="from", description="ours, ours:person:NAME or theirs:KIND")
+    at: datetime | None
+    subject: str | None
+    text: str | None
+    message_id: str | None
+    crossed: bool
+
+
+class UnknownStep(BaseModel):
+    step_id: int
+    position: int
+    subject: str | None
+    detail: str | None
+
+
+class Draft(BaseModel):
+    subject: str
+    body: str
+    source: str = Field(description="template, campaign or model")
+
+
+class PersonSendRow(BaseModel):
+    id: int
+    state: str
+    by: str
+    to: str
+    subject: str
+    message_id: str
+    sent_at: datetime | None
+
+
+class PlannedStep(BaseModel):
+    campaign: str
+    position: int
+    subject: str
+    due_at: datetime
+    state: str
+
+
+class HistoryEntry(Model):
+    at: datetime
+    kind: str
+    by: str | None
+    action: str | None
+    message: str
+    planned: list[PlannedStep]
+
+
+class ThreadDetail(BaseModel):
+    id: int
+    url: str
+    state: str
+    kind: str
+    reason: str | None
+    intent: str | None
+    intent_label: str | None
+    intent_detail: dict[str, Any]
+    subject: str | None
+    product: str
+    campaign: str | None
+    campaigns: list[str]
+    lead_id: int
+    lead: str
+    lead_name: str
+    company: str
+    lead_state: str
+    mailbox: str | None
+    owner: str
+    assignee: str | None
+    snoozed_until: datetime | None
+    crossed: bool
+    text: str | None = Field(description="Their new text, quoted history left out")
+    evidence: list[str]
+    recommended_next_step: str
+    actions: list[str]
+    other_active_products: list[OtherProduct]
+    others_decided: str | None
+    candidates: list[dict[str, Any]] = Field(description="A probable reply's candidate leads")
+    conversation: list[ConversationItem]
+    unknown_steps: list[UnknownStep]
+    draft: Draft
+    sent_by_people: list[PersonSendRow]
+    history: list[HistoryEntry]
+    resume_plan: list[PlannedStep] = Field(description="What `resume` would send, and when")
+    received_html: str | None = Field(description="Their message's HTML, sanitised (remote images removed)")
+    created_at: datetime
+    updated_at: datetime
+
+
+class Decision(BaseModel):
+    action: str = Field(
+        max_length=40,
+        description="resume, stop, pause_until, pause_others, leave_others, not_a_reply, confirm, "
+        "reject, sent, not_sent, send_again, confirm_sender, reject_sender, resend_step, skip_step, "
+        "assign, snooze, done, reopen",
+    )
+    until: date | None = Field(default=None, description="pause_until, pause_others: a day")
+    until_at: datetime | None = Field(default=None, description="snooze: a time (UTC if no zone)")
+    to: str | None = Field(default=None, max_length=320, description="assign: a person")
+    lead: str | None = Field(default=None, max_length=320, description="confirm: the candidate (id or email)")
+    step_id: BodyId | None = Field(default=None, description="unknown outcomes: which step")
+
+
+class Assign(BaseModel):
+    to: str = Field(min_length=1, max_length=320)
+
+
+class Snooze(BaseModel):
+    until: datetime = Field(description="The thread comes back open then (UTC if no zone)")
+
+
+class DecisionOut(BaseModel):
+    thread_id: int
+    action: str
+    message: str
+    lead_state: str | None
+    planned: list[PlannedStep]
+    new_thread_id: int | None
+
+
+class Answer(BaseModel):
+    body: str = Field(min_length=1, max_length=100_000, description="The text, as the person wrote it")
+    subject: str | None = Field(default=None, max_length=998, description="Default: Re: the thread's subject")
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=64, description="Default: from the thread, subject and body"
+    )
+
+
+class AnswerSent(BaseModel):
+    send_id: int
+    state: str = Field(description="sent, sending (another request is sending it), failed or unknown")
+    message_id: str
+    to: str
+    duplicate: bool = Field(description="True: this answer was sent (or is being sent) already")
+    detail: str
+
+
+class RetryResult(BaseModel):
+    inbound_id: int
+    status: str
+    kind: str | None
+    detail: str
+
+
+class Mailbox(Model):
+    id: int
+    address: str
+    from_name: str
+    daily_cap: int
+    timezone: str
+    status: str
+    paused_reason: str | None
+    paused_at: datetime | None
+    campaigns: list[str]
+
+
+class Resumed(BaseModel):
+    mailbox_id: int
+    resumed: bool = Field(description="False: it was not paused")
+
+
+class AuditRunLine(BaseModel):
+    run_id: int
+    kind: str
+    campaign: str | None
+    canary: str | None
+    status: str
+    started_at: datetime
+    finished_at: datetime | None
+    failed: list[str]
+    error: str | None
+
+
+class AuditCheck(BaseModel):
+    check: str
+    title: str
+    status: str
+    passed: bool
+    summary: str
+    details: list[str]
+    evidence: dict[str, Any]
+
+
+class AuditRun(BaseModel):
+    run_id: int
+    kind: str
+    campaign: str | None
+    canary: str | None
+    status: str
+    passed: bool
+    started_at: datetime
+    finished_at: datetime | None
+    error: str | None
+    checks: list[AuditCheck]
+    canaries: list[dict[str, Any]]
+    emails: list[dict[str, Any]]
+
+
+class Bucket(BaseModel):
+    label: str
+    count: int
+
+
+class FirstAction(BaseModel):
+    campaign_id: int
+    campaign: str
+    product: str
+    acted: int = Field(description="Replies whose thread a person acted on")
+    waiting: int = Field(description="Replies still waiting for a first action")
+    median_seconds: float | None
+    p90_seconds: float | None
+    oldest_waiting_seconds: float | None
+    buckets: list[Bucket]

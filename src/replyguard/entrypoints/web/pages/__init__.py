@@ -6,12 +6,23 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 from replyguard.entrypoints.web.context import WebContext
-from replyguard.entrypoints.web.pages import auth, campaign_new, campaigns, inbound, leads, reports, tokens
+from replyguard.entrypoints.web.pages import (
+    audit,
+    auth,
+    campaign_new,
+    campaigns,
+    inbound,
+    leads,
+    mailboxes,
+    reports,
+    threads,
+    tokens,
+)
 from replyguard.entrypoints.web.security import Guards
 
 
 def routers(ctx: WebContext, guards: Guards) -> list[APIRouter]:
     protected = APIRouter(dependencies=[Depends(guards.csrf)], include_in_schema=False)
-    for module in (campaign_new, campaigns, leads, inbound, reports, tokens):
+    for module in (threads, campaign_new, campaigns, leads, inbound, mailboxes, reports, audit, tokens):
         protected.include_router(module.router(ctx, guards))
     return [auth.router(ctx, guards), protected]

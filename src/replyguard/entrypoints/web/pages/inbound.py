@@ -1,5 +1,7 @@
-"""The inbound page: messages kept for a person, one message (its HTML sanitised, in a
-sandboxed frame, remote images on request), the suppression list, and source health."""
+"""The inbound page: messages kept for a person (a probable one links to the thread where it
+is confirmed or rejected; a quarantined one can be retried), one message (its HTML
+sanitised, in a sandboxed frame, remote images on request), the suppression list, and
+source health."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
 
@@ -7,12 +9,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 
+from replyguard.domain.inbound.status import IllegalInboundMove
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.sanitize import message_csp, sanitize_email_html
 from replyguard.entrypoints.web.security import Guards, Viewer
+from replyguard.service_layer.quarantine import retry
+from replyguard.service_layer.queries import NotFound
 from replyguard.service_layer.queries import inbound as iq
 
 
@@ -32,15 +37,38 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return ctx.renderer.page(request, "inbound.html", context)
 
     @routes.get("/inbound/{inbound_id}")
-    def message_page(request: Request, who: Who, inbound_id: ObjectId, images: int = 0) -> Response:
+    def message_page(
+        request: Request, who: Who, inbound_id: ObjectId, images: int = 0, retried: str = ""
+    ) -> Response:
+        return render_message(request, who, inbound_id, images == 1, retried=retried[:40])
+
+    def render_message(
+        request: Request, who: Viewer, inbound_id: int, remote: bool, *, retried: str = "", error: str = ""
+    ) -> Response:
         with ctx.scoped.read(who.workspace_id) as uow:
             message = iq.inbound_message(uow, inbound_id)
-        remote = images == 1
         safe = sanitize_email_html(message.html, remote_images=remote) if message.html.strip() else None
         context = {"viewer": who, "active": "inbound", "m": message, "safe": safe, "remote": remote}
+        context.update(retryable=iq.RETRYABLE, retried=retried, error=error)
         return ctx.renderer.page(
-            request, "inbound_message.html", context, csp=message_csp(remote_images=remote)
+            request,
+            "inbound_message.html",
+            context,
+            status=409 if error else 200,
+            csp=message_csp(remote_images=remote),
         )
+
+    @routes.post("/inbound/{inbound_id}/retry")
+    def retry_message(request: Request, who: Who, inbound_id: ObjectId) -> Response:
+        """A person fixed the cause of a quarantine: the message is processed again."""
+        try:
+            [result] = retry(ctx.app_for(who.workspace_id), [inbound_id])
+        except LookupError:
+            raise NotFound(f"no inbound message {inbound_id}") from None
+        except IllegalInboundMove:
+            error = "This message was processed already; its outcome stands."
+            return render_message(request, who, inbound_id, False, error=error)
+        return RedirectResponse(f"/inbound/{inbound_id}?retried={result.status}", status_code=303)
 
     @routes.get("/suppressions")
     def suppressions_page(request: Request, who: Who, q: str = "", page: int = 1) -> Response:

@@ -16,6 +16,18 @@ document.addEventListener("DOMContentLoaded", () => {
       if (!window.confirm(form.getAttribute("data-confirm"))) event.preventDefault();
     });
   }
+  // Forms sent once (a person's answer): a second click while the first is on its way does
+  // nothing. The server is idempotent anyway; this only spares a useless request.
+  for (const form of document.querySelectorAll("form[data-once]")) {
+    form.addEventListener("submit", (event) => {
+      if (form.dataset.submitted) {
+        event.preventDefault();
+        return;
+      }
+      form.dataset.submitted = "1";
+      for (const button of form.querySelectorAll("button[type=submit]")) button.setAttribute("aria-busy", "true");
+    });
+  }
   // Show times in the reader's own zone as a tooltip: <time datetime="...">.
   for (const t of document.querySelectorAll("time[datetime]")) {
     const when = new Date(t.getAttribute("datetime"));

@@ -1,0 +1,76 @@
+"""/api/v1 for keeping the machine honest: audit runs (history and one run with its evidence),
+mailboxes (and resuming one a server's refusal paused), and retrying a quarantined inbound
+message. Audits are started by the CLI or cron, not here: a run sends real email."""
+
+# No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+
+from replyguard.domain.inbound.status import IllegalInboundMove
+from replyguard.entrypoints.web.api import schemas as s
+from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.params import ObjectId
+from replyguard.entrypoints.web.security import Caller, Guards
+from replyguard.service_layer.audit import audit_history
+from replyguard.service_layer.mailboxes import resume_mailbox
+from replyguard.service_layer.quarantine import retry
+from replyguard.service_layer.queries import NotFound
+from replyguard.service_layer.queries import audit as aq
+from replyguard.service_layer.queries import mailboxes as mq
+
+
+def router(ctx: WebContext, guards: Guards) -> APIRouter:
+    routes = APIRouter()
+    Token = Annotated[Caller, Depends(guards.caller)]
+
+    @routes.get("/audit/runs", response_model=list[s.AuditRunLine], tags=["audit"])
+    def audit_runs(
+        caller: Token,
+        campaign: Annotated[str | None, Query(max_length=200)] = None,
+        limit: Annotated[int, Query(ge=1, le=200)] = 30,
+    ) -> list[dict[str, Any]]:
+        """The latest `replyguard audit` runs, newest first, with the checks that failed."""
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            return audit_history(uow, campaign=campaign, limit=limit)
+
+    @routes.get("/audit/runs/{run_id}", response_model=s.AuditRun, tags=["audit"])
+    def audit_run(caller: Token, run_id: ObjectId) -> dict[str, Any]:
+        """One run: every check with its verdict and evidence (ids, times, states)."""
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            return aq.run_detail(uow, run_id).to_json()
+
+    @routes.get("/mailboxes", response_model=list[s.Mailbox], tags=["mailboxes"])
+    def list_mailboxes(caller: Token) -> list[mq.MailboxRow]:
+        """Every mailbox, paused ones first (a server refused the mailbox itself)."""
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            return mq.list_mailboxes(uow)
+
+    @routes.post("/mailboxes/{mailbox_id}/resume", response_model=s.Resumed, tags=["mailboxes"])
+    def resume(caller: Token, mailbox_id: ObjectId) -> s.Resumed:
+        """The cause is fixed: the mailbox sends again."""
+        with ctx.scoped.write(caller.workspace_id) as uow:
+            resumed = resume_mailbox(uow, mq.mailbox_address(uow, mailbox_id))
+            uow.commit()
+        return s.Resumed(mailbox_id=mailbox_id, resumed=resumed)
+
+    @routes.post(
+        "/inbound/{inbound_id}/retry",
+        response_model=s.RetryResult,
+        tags=["inbound"],
+        responses={409: {"description": "The message was processed already; its outcome stands"}},
+    )
+    def retry_inbound(caller: Token, inbound_id: ObjectId) -> s.RetryResult:
+        """Process a quarantined message again, once its cause is fixed."""
+        try:
+            [result] = retry(ctx.app_for(caller.workspace_id), [inbound_id])
+        except LookupError:
+            raise NotFound(f"no inbound message {inbound_id}") from None
+        except IllegalInboundMove:
+            raise HTTPException(409, "the message was processed already; its outcome stands") from None
+        return s.RetryResult(
+            inbound_id=result.inbound_id, status=result.status, kind=result.kind, detail=result.detail
+        )
+
+    return routes

@@ -1,0 +1,160 @@
+"""Reply Rescue in the browser: the inbox (the home page), a thread with its conversation,
+draft and decisions, the decisions themselves, and a person's answer — sent only when they
+press Send (`person_send.send_reply`; a double submit is one email)."""
+
+# No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from replyguard.entrypoints.web.context import WebContext
+from replyguard.entrypoints.web.params import ObjectId
+from replyguard.entrypoints.web.sanitize import message_csp, sanitize_email_html
+from replyguard.entrypoints.web.security import Guards, Viewer
+from replyguard.entrypoints.web.thread_actions import BadDecision, decision_request, forms_for
+from replyguard.service_layer.decisions import DecisionError, ThreadNotFound, decide
+from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
+from replyguard.service_layer.queries import NotFound
+from replyguard.service_layer.queries import threads as tq
+from replyguard.service_layer.queries.thread_page import thread_page
+
+_TEXT = 200  # longest filter value read from a URL
+
+
+def inbox_filter(
+    state: str, product: str, campaign: str, intent: str, owner: str, kind: str, audit: bool
+) -> tq.InboxFilter:
+    """The filter a URL asks for; anything unknown is simply not filtered on."""
+    return tq.InboxFilter(
+        state=state if state in tq.STATES else "open",
+        product=product[:_TEXT] or None,
+        campaign=campaign[:_TEXT] or None,
+        intent=intent if intent in tq.INTENTS else None,
+        owner=owner[:320] or None,
+        kind=kind if kind in tq.KINDS else None,
+        audit=audit,
+    )
+
+
+def router(ctx: WebContext, guards: Guards) -> APIRouter:
+    routes = APIRouter()
+    Who = Annotated[Viewer, Depends(guards.viewer)]
+    settings = ctx.app.settings
+
+    @routes.get("/inbox")
+    def inbox_page(
+        request: Request,
+        who: Who,
+        state: str = "open",
+        product: str = "",
+        campaign: str = "",
+        intent: str = "",
+        owner: str = "",
+        kind: str = "",
+        audit: int = 0,
+        page: int = 1,
+    ) -> Response:
+        f = inbox_filter(state, product, campaign, intent, owner, kind, audit == 1)
+        with ctx.scoped.read(who.workspace_id) as uow:
+            counts = tq.inbox_counts(uow, f)
+            rows = tq.inbox(uow, settings, f, page=max(1, page))
+            options = tq.filter_options(uow)
+        context = {"viewer": who, "active": "inbox", "f": f, "counts": counts, "rows": rows}
+        context.update(options=options, states=tq.STATES)
+        return ctx.renderer.page(request, "inbox.html", context)
+
+    def render_thread(
+        request: Request, who: Viewer, thread_id: int, *, status: int = 200, **extra: Any
+    ) -> Response:
+        images = request.query_params.get("images") == "1"
+        with ctx.scoped.read(who.workspace_id) as uow:
+            view = thread_page(uow, thread_id, settings)
+        received = view.received
+        safe = (
+            sanitize_email_html(received.html, remote_images=images)
+            if received and received.html.strip()
+            else None
+        )
+        context = {"error": "", "decided": False, "sent": None, "again": False, **extra}
+        context.update(
+            viewer=who,
+            active="inbox",
+            t=view.detail,
+            view=view,
+            forms=forms_for(view.detail["actions"]),
+            safe=safe,
+            remote=images,
+        )
+        return ctx.renderer.page(
+            request, "thread.html", context, status=status, csp=message_csp(remote_images=images)
+        )
+
+    @routes.get("/threads/{thread_id}")
+    def thread_detail_page(
+        request: Request, who: Who, thread_id: ObjectId, decided: int = 0, sent: int = 0, again: int = 0
+    ) -> Response:
+        return render_thread(
+            request, who, thread_id, decided=decided == 1, sent=sent or None, again=again == 1
+        )
+
+    @routes.post("/threads/{thread_id}/decide")
+    def decide_on_thread(
+        request: Request,
+        who: Who,
+        thread_id: ObjectId,
+        action: Annotated[str, Form(max_length=40)] = "",
+        until: Annotated[str, Form(max_length=40)] = "",
+        until_at: Annotated[str, Form(max_length=40)] = "",
+        to: Annotated[str, Form(max_length=320)] = "",
+        lead: Annotated[str, Form(max_length=320)] = "",
+        step_id: Annotated[str, Form(max_length=20)] = "",
+    ) -> Response:
+        try:
+            decision = decision_request(
+                action,
+                who.email,
+                ctx.app.clock.now(),
+                until=until,
+                until_at=until_at,
+                to=to,
+                lead=lead,
+                step_id=step_id,
+            )
+            with ctx.scoped.write(who.workspace_id) as uow:
+                result = decide(uow, thread_id, decision, settings)
+                uow.commit()
+        except ThreadNotFound:
+            raise NotFound(f"no thread {thread_id}") from None
+        except (BadDecision, DecisionError, LookupError) as exc:
+            return render_thread(request, who, thread_id, status=409, error=str(exc))
+        target = result.new_thread_id or thread_id
+        return RedirectResponse(f"/threads/{target}?decided=1#history", status_code=303)
+
+    @routes.post("/threads/{thread_id}/send")
+    def send_answer(
+        request: Request,
+        who: Who,
+        thread_id: ObjectId,
+        body: Annotated[str, Form(max_length=100_000)] = "",
+        subject: Annotated[str, Form(max_length=998)] = "",
+    ) -> Response:
+        """The Send button: the person's explicit action, the only way a draft leaves."""
+        answer = PersonReply(thread_id, body, by=who.email, subject=subject.strip() or None)
+        try:
+            result = send_reply(ctx.app_for(who.workspace_id), answer)
+        except ThreadNotFound:
+            raise NotFound(f"no thread {thread_id}") from None
+        except SendRefused as exc:
+            return render_thread(request, who, thread_id, status=409, error=str(exc))
+        if result.state not in ("sent", "sending") and not result.duplicate:
+            # The transport refused it or its outcome is unknown: the person reads why here;
+            # a refused answer may be sent again, an unknown one is never resent by itself.
+            error = f"Not sent ({result.state}): {result.detail}"
+            return render_thread(request, who, thread_id, error=error)
+        again = "&again=1" if result.duplicate else ""
+        return RedirectResponse(f"/threads/{thread_id}?sent={result.send_id}{again}#answers", status_code=303)
+
+    return routes

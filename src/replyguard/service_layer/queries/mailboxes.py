@@ -1,0 +1,68 @@
+"""The mailboxes view: each sending identity, its settings, the campaigns that share it, and
+whether a server's refusal of the mailbox itself has paused it (send_record pauses a mailbox
+whose sender is refused; a person resumes it: `mailboxes.resume_mailbox`)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+
+from replyguard.adapters.db import models as m
+from replyguard.service_layer.queries import NotFound
+from replyguard.service_layer.uow import UnitOfWork
+
+
+@dataclass(frozen=True, slots=True)
+class MailboxRow:
+    id: int
+    address: str
+    from_name: str
+    daily_cap: int
+    timezone: str
+    status: str  # active | paused
+    paused_reason: str | None
+    paused_at: datetime | None
+    campaigns: list[str]
+
+
+def list_mailboxes(uow: UnitOfWork) -> list[MailboxRow]:
+    """Every mailbox of the workspace, paused ones first."""
+    rows = uow.session.scalars(
+        select(m.Mailbox).where(m.Mailbox.workspace_id == uow.workspace_id).order_by(m.Mailbox.address)
+    ).all()
+    campaigns: dict[int, list[str]] = defaultdict(list)
+    for mailbox_id, name in uow.session.execute(
+        select(m.Campaign.mailbox_id, m.Campaign.name)
+        .where(m.Campaign.workspace_id == uow.workspace_id)
+        .order_by(m.Campaign.name)
+    ):
+        campaigns[mailbox_id].append(name)
+    found = [
+        MailboxRow(
+            mb.id,
+            mb.address,
+            mb.from_name,
+            mb.daily_cap,
+            mb.timezone,
+            mb.status,
+            mb.paused_reason,
+            mb.paused_at,
+            campaigns.get(mb.id, []),
+        )
+        for mb in rows
+    ]
+    return sorted(found, key=lambda row: row.status == "active")
+
+
+def mailbox_address(uow: UnitOfWork, mailbox_id: int) -> str:
+    address = uow.session.scalar(
+        select(m.Mailbox.address).where(
+            m.Mailbox.id == mailbox_id, m.Mailbox.workspace_id == uow.workspace_id
+        )
+    )
+    if address is None:
+        raise NotFound(f"no mailbox {mailbox_id}")
+    return address
