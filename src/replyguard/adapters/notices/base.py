@@ -60,7 +60,8 @@ def summary_text(payload: dict[str, Any]) -> str:
         lines.append("Crossed: one of our emails went out as they replied.")
     for other in payload.get("other_active_products") or []:
         lines.append(
-            f"Also a lead of {other['product']} ({other['state']}), next email {other['next_step_at']}"
+            f"Also a lead of {other['product']} ({other['state']}), "
+            + (f"next email {other['next_step_at']}" if other.get("next_step_at") else "nothing queued")
         )
     if payload.get("text"):
         lines += ["", str(payload["text"])[:2000]]

@@ -131,7 +131,8 @@ def threads_show(
             markup=True,
         )
     for other in detail["other_active_products"]:
-        out.print(f"Also a lead of {other['product']} ({other['state']}), next email {other['next_step_at']}")
+        queued = f"next email {other['next_step_at']}" if other.get("next_step_at") else "nothing queued"
+        out.print(f"Also a lead of {other['product']} ({other['state']}), {queued}")
     out.print(f"\n[bold]Next step:[/] {escape(detail['recommended_next_step'] or '')}", markup=True)
     out.print(f"Actions: {', '.join(detail['actions'])}")
     draft = detail["draft"]
