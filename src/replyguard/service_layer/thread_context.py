@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -51,7 +52,6 @@ def load_context(session: Session, workspace_id: int, lead_id: int) -> ThreadCon
     if lead.workspace_id != workspace_id:
         raise LookupError(f"lead {lead_id} is not in this workspace")
     contact = session.get_one(m.Contact, lead.contact_id)
-    product = session.get_one(m.Product, lead.product_id)
     addresses = list(
         session.scalars(
             select(m.ContactAddress.address)
@@ -59,8 +59,21 @@ def load_context(session: Session, workspace_id: int, lead_id: int) -> ThreadCon
             .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
         )
     )
-    campaigns = session.execute(
+    # The product, every campaign with its mailbox and the last subject sent, in one round trip:
+    # a thread is opened inside the reply's transaction, where each statement is latency.
+    last_sent = (
+        select(m.Step.subject)
+        .where(m.Step.lead_id == m.Lead.id, m.Step.state == StepState.SENT)
+        .order_by(m.Step.sent_at.desc())
+        .limit(1)
+        .correlate(m.Lead)
+        .scalar_subquery()
+    )
+    rows = session.execute(
         select(
+            m.Product.id,
+            m.Product.name,
+            last_sent,
             m.Campaign.id,
             m.Campaign.name,
             m.Campaign.owner,
@@ -68,24 +81,23 @@ def load_context(session: Session, workspace_id: int, lead_id: int) -> ThreadCon
             m.Mailbox.address,
             m.Mailbox.from_name,
         )
-        .join(m.Enrollment, m.Enrollment.campaign_id == m.Campaign.id)
-        .join(m.Mailbox, m.Mailbox.id == m.Campaign.mailbox_id)
-        .where(m.Enrollment.lead_id == lead.id)
+        .select_from(m.Lead)
+        .join(m.Product, m.Product.id == m.Lead.product_id)
+        .outerjoin(m.Enrollment, m.Enrollment.lead_id == m.Lead.id)
+        .outerjoin(m.Campaign, m.Campaign.id == m.Enrollment.campaign_id)
+        .outerjoin(m.Mailbox, m.Mailbox.id == m.Campaign.mailbox_id)
+        .where(m.Lead.id == lead.id)
         .order_by(m.Enrollment.id)
     ).all()
+    product_id, product_name, last_subject = rows[0][0], rows[0][1], rows[0][2]
+    campaigns = [row[3:] for row in rows if row[3] is not None]
     first = campaigns[0] if campaigns else None
-    last_subject = session.scalar(
-        select(m.Step.subject)
-        .where(m.Step.lead_id == lead.id, m.Step.state == StepState.SENT)
-        .order_by(m.Step.sent_at.desc())
-        .limit(1)
-    )
     return ThreadContext(
         lead_id=lead.id,
         lead_state=lead.reply_state,
         paused_until=lead.paused_until,
-        product_id=product.id,
-        product=product.name,
+        product_id=product_id,
+        product=product_name,
         contact_id=contact.id,
         name=f"{contact.first_name} {contact.last_name}".strip(),
         company=contact.company,
@@ -104,21 +116,24 @@ def load_context(session: Session, workspace_id: int, lead_id: int) -> ThreadCon
 
 def other_products(session: Session, contact_id: int, lead_id: int) -> tuple[OtherProduct, ...]:
     """The contact's other leads that may still send or wait for a person, with their next step."""
+
+    def next_queued(column: Any) -> Any:
+        return (
+            select(column)
+            .where(m.Step.lead_id == m.Lead.id, m.Step.state.in_(QUEUED))
+            .order_by(m.Step.due_at, m.Step.id)
+            .limit(1)
+            .correlate(m.Lead)
+            .scalar_subquery()
+        )
+
     rows = session.execute(
-        select(m.Lead.id, m.Product.name, m.Lead.reply_state)
+        select(m.Product.name, m.Lead.reply_state, next_queued(m.Step.due_at), next_queued(m.Step.subject))
         .join(m.Product, m.Product.id == m.Lead.product_id)
         .where(m.Lead.contact_id == contact_id, m.Lead.id != lead_id, m.Lead.reply_state.in_(LIVE))
         .order_by(m.Product.name)
     ).all()
-    found = []
-    for other_id, name, state in rows:
-        nxt = session.execute(
-            select(m.Step.due_at, m.Step.subject)
-            .where(m.Step.lead_id == other_id, m.Step.state.in_(QUEUED))
-            .order_by(m.Step.due_at)
-            .limit(1)
-        ).first()
-        found.append(OtherProduct(name, state, nxt[0] if nxt else None, nxt[1] if nxt else None))
+    found = [OtherProduct(name, state, due, subject) for name, state, due, subject in rows]
     return tuple(found)
 
 
