@@ -163,7 +163,7 @@ def test_lmtp_acknowledges_a_stored_message_it_cannot_process(sent: App) -> None
 
 
 def test_lmtp_refuses_a_message_over_the_limit_with_552(sent: App) -> None:
-    from replyguard.adapters.lmtp_listener import Listener
+    from replyguard.entrypoints.lmtp import Listener
     from tests.integration.test_lmtp_listener import free_port
 
     listener = Listener(sent, host="127.0.0.1", port=free_port(), data_size_limit=4000)

@@ -13,9 +13,9 @@ from sqlalchemy import func, select
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.db.engine import make_engine
-from replyguard.adapters.lmtp_listener import Listener
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
+from replyguard.entrypoints.lmtp import Listener
 from replyguard.settings import Settings
 from tests.integration.test_http_inbound import PRIYA, reply_to, sent  # noqa: F401  (fixture)
 from tests.support.scenario import REPORTS, lead_state

@@ -14,6 +14,8 @@ from replyguard.domain.states import (
     allowed_reply_moves,
     check_reply_move,
     check_step_move,
+    reply_move,
+    step_move,
 )
 
 R = ReplyState
@@ -169,3 +171,20 @@ def test_cancellable_and_terminal_sets() -> None:
         for target in StepState:
             with pytest.raises(IllegalTransition):
                 check_step_move(state, target)
+
+
+def test_step_move_returns_the_checked_sources_for_a_setwise_update() -> None:
+    assert step_move(CANCELLABLE, StepState.CANCELLED) == sorted(CANCELLABLE)
+    assert step_move(StepState.SENDING, StepState.SENT) == [StepState.SENDING]
+    with pytest.raises(IllegalTransition):
+        step_move([StepState.SCHEDULED, StepState.SENT], StepState.CANCELLED)
+    with pytest.raises(IllegalTransition):
+        step_move(StepState.FAILED, StepState.SCHEDULED)  # only a person resends
+    assert step_move(StepState.FAILED, StepState.SCHEDULED, Actor.PERSON) == [StepState.FAILED]
+
+
+def test_reply_move_refuses_what_only_a_person_may_do() -> None:
+    assert reply_move(ReplyState.OUT_OF_OFFICE, ReplyState.ACTIVE) == [ReplyState.OUT_OF_OFFICE]
+    with pytest.raises(IllegalTransition):
+        reply_move([ReplyState.HELD, ReplyState.REPLIED], ReplyState.ACTIVE)
+    assert reply_move(ReplyState.HELD, ReplyState.ACTIVE, Actor.PERSON) == [ReplyState.HELD]

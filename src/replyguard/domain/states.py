@@ -7,6 +7,7 @@ the table raises `IllegalTransition`; callers never write a state without asking
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -138,6 +139,34 @@ def check_step_move(current: StepState, target: StepState, actor: Actor = Actor.
         allowed = allowed | _PERSON_STEP_MOVES.get(current, frozenset())
     if target not in allowed:
         raise IllegalTransition(f"a step cannot go from {current} to {target} by {actor}")
+
+
+def step_move(
+    current: StepState | Iterable[StepState], target: StepState, actor: Actor = Actor.SYSTEM
+) -> list[StepState]:
+    """The states a step may be in for an UPDATE that moves it to `target`, each move checked.
+
+    Steps change state in set-wise UPDATEs (`... WHERE state IN (...)`), not one object at a
+    time, so the table cannot be asked row by row; instead the WHERE is built here, and a move
+    the table does not allow raises `IllegalTransition` when the statement is built — before
+    any row is touched, on every call, so a test of the code path is a test of the move:
+
+        update(S).where(S.c.state.in_(step_move(CANCELLABLE, StepState.CANCELLED)))
+    """
+    sources = [current] if isinstance(current, StepState) else sorted(current)
+    for source in sources:
+        check_step_move(source, target, actor)
+    return sources
+
+
+def reply_move(
+    current: ReplyState | Iterable[ReplyState], target: ReplyState, actor: Actor = Actor.SYSTEM
+) -> list[ReplyState]:
+    """`step_move` for a lead's reply state: the checked sources of a set-wise UPDATE."""
+    sources = [current] if isinstance(current, ReplyState) else sorted(current)
+    for source in sources:
+        check_reply_move(source, target, actor)
+    return sources
 
 
 #: Why a step may have been cancelled and still be brought back by a person's resume: a

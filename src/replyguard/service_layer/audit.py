@@ -27,7 +27,6 @@ from typing import Any
 from sqlalchemy import select, update
 
 from replyguard.adapters.db import models as m
-from replyguard.bootstrap import App
 from replyguard.domain.audit import CheckResult
 from replyguard.domain.states import IllegalTransition, ReplyState, ThreadState
 from replyguard.service_layer.audit_canary import AuditSetupError, campaign_canary
@@ -38,6 +37,7 @@ from replyguard.service_layer.campaigns import find_campaign
 from replyguard.service_layer.decision_base import move_lead
 from replyguard.service_layer.decisions import Request, decide
 from replyguard.service_layer.replies import cancel_queued_steps
+from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.uow import UnitOfWork
 
 __all__ = ["AuditReport", "AuditSetupError", "audit_history", "audit_run", "config_audit", "run_audit"]
@@ -79,7 +79,7 @@ class AuditReport:
 
 
 def run_audit(
-    app: App, campaign: str, *, canary: str | None = None, channels: list[str] | None = None
+    app: Runtime, campaign: str, *, canary: str | None = None, channels: list[str] | None = None
 ) -> AuditReport:
     """Run the six checks on `campaign` with fresh canaries of `canary` (else the campaign's
     own). Raises LookupError for an unknown campaign; every other problem is a recorded run.
@@ -117,7 +117,7 @@ def run_audit(
     return report
 
 
-def config_audit(app: App, setup_: Setup, *, campaign: str | None = None) -> AuditReport:
+def config_audit(app: Runtime, setup_: Setup, *, campaign: str | None = None) -> AuditReport:
     """The `--config` checks, recorded as a run of kind `config`."""
     with app.uow() as uow:
         found = find_campaign(uow, campaign) if campaign else None
@@ -169,7 +169,7 @@ def _start(
     return run.id
 
 
-def _finish(app: App, report: AuditReport, drive: Drive | None) -> None:
+def _finish(app: Runtime, report: AuditReport, drive: Drive | None) -> None:
     if drive is not None:
         report.emails = [{"to": c.to, "message_id": c.message_id, "outcome": c.outcome} for c in drive.calls]
     with app.uow() as uow:
@@ -190,7 +190,7 @@ def _finish(app: App, report: AuditReport, drive: Drive | None) -> None:
         uow.commit()
 
 
-def _clean_up(uow: UnitOfWork, app: App, run_id: int) -> None:
+def _clean_up(uow: UnitOfWork, app: Runtime, run_id: int) -> None:
     """Leave nothing of the run that could act: its notices are closed undelivered (nobody but
     the canary hears of an audit), its threads done, its canaries stopped by the auditor."""
     leads = list(uow.session.scalars(select(m.Lead).where(m.Lead.audit_run_id == run_id)))

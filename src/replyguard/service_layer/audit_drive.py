@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
-from replyguard.bootstrap import App
 from replyguard.domain.audit import CanaryError, Original, Role, canary_absence, canary_address, canary_reply
 from replyguard.domain.leads_csv import LeadRow
 from replyguard.domain.schedule import load_zone
@@ -36,6 +35,7 @@ from replyguard.service_layer.enrollment import EnrollReport, enroll_leads
 from replyguard.service_layer.failpoints import InjectedCrash, crash
 from replyguard.service_layer.ingest import IngestResult, ingest_raw
 from replyguard.service_layer.leads import find_lead, import_leads
+from replyguard.service_layer.runtime import Rewired, Runtime
 from replyguard.service_layer.worker import Claim, Worker, WorkerReport
 
 AUDITOR = "replyguard audit"
@@ -82,7 +82,7 @@ class Drive:
     mark: int = 0  # calls[mark:] happened after the first test message
 
 
-def setup(app: App, run_id: int, campaign_name: str, base: str) -> Drive:
+def setup(app: Runtime, run_id: int, campaign_name: str, base: str) -> Drive:
     """Create and enroll the run's canaries (one transaction, like `leads import` + `enroll`)."""
     with app.uow() as uow:
         campaign = find_campaign(uow, campaign_name)
@@ -131,11 +131,11 @@ class Driver:
     """Runs the canaries of `drive` through the worker, ingest and recovery, in the order the
     article's race needs, recording what each call did."""
 
-    def __init__(self, app: App, drive: Drive) -> None:
+    def __init__(self, app: Runtime, drive: Drive) -> None:
         self.app, self.drive = app, drive
         self.transport = CountingTransport(app.transport)
         self.failpoints = ObservedFailpoints(app.failpoints)
-        self.worker = Worker(replace(app, failpoints=self.failpoints), self.transport)
+        self.worker = Worker(Rewired(app, failpoints=self.failpoints), self.transport)
         self.report = WorkerReport()
         drive.calls = self.transport.calls
 
@@ -278,7 +278,7 @@ class Driver:
         lease_until = self._step(flight.step_ids[0]).lease_until
         delta = (lease_until - self.app.clock.now() if lease_until else timedelta()) + timedelta(seconds=1)
         later = Worker(
-            replace(self.app, failpoints=self.failpoints, clock=Later(self.app.clock, delta)), self.transport
+            Rewired(self.app, failpoints=self.failpoints, clock=Later(self.app.clock, delta)), self.transport
         )
 
         def recover() -> list[str]:

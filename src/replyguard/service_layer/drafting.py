@@ -14,7 +14,7 @@ from sqlalchemy import select, update
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.model_client import DraftPrompt, DraftSuggestion, ModelError
-from replyguard.bootstrap import App
+from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.thread_context import load_context
 
 
@@ -22,7 +22,7 @@ class DraftModel(Protocol):
     def suggest(self, prompt: DraftPrompt) -> DraftSuggestion: ...
 
 
-def draft_pending(app: App, model: DraftModel, limit: int = 20) -> int:
+def draft_pending(app: Runtime, model: DraftModel, limit: int = 20) -> int:
     """Draft the pending threads (oldest first). Returns how many were drafted or failed."""
     with app.uow() as uow:
         ids = uow.session.scalars(
@@ -36,7 +36,7 @@ def draft_pending(app: App, model: DraftModel, limit: int = 20) -> int:
     return len(ids)
 
 
-def draft_thread(app: App, model: DraftModel, thread_id: int) -> bool:
+def draft_thread(app: Runtime, model: DraftModel, thread_id: int) -> bool:
     """Ask the model about one thread. True when a draft was stored."""
     with app.uow() as uow:
         thread = uow.session.get_one(m.RescueThread, thread_id)

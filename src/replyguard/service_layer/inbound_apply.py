@@ -30,7 +30,6 @@ from email.message import EmailMessage
 from sqlalchemy import func, select
 
 from replyguard.adapters.db import models as m
-from replyguard.bootstrap import App
 from replyguard.domain.addresses import domain_of
 from replyguard.domain.authentication import Verdict, judge
 from replyguard.domain.inbound.classify import Classification
@@ -49,6 +48,7 @@ from replyguard.service_layer.replies import (
     record_reply,
     soft_bounces_of,
 )
+from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.uow import UnitOfWork
 
 _PERSON_KINDS = (ReplyKind.HUMAN_REPLY, ReplyKind.UNSUBSCRIBE)
@@ -61,7 +61,7 @@ class Applied:
 
 
 def apply_inbound(
-    uow: UnitOfWork, app: App, row: m.InboundMessage, msg: EmailMessage, c: Classification
+    uow: UnitOfWork, app: Runtime, row: m.InboundMessage, msg: EmailMessage, c: Classification
 ) -> Applied:
     """Decide and apply the whole effect of one stored message; sets its status. No commit."""
     verdict = judge(
@@ -96,7 +96,7 @@ def apply_inbound(
 
 def _apply_matched(
     uow: UnitOfWork,
-    app: App,
+    app: Runtime,
     row: m.InboundMessage,
     c: Classification,
     match: Match,
@@ -118,7 +118,7 @@ def _apply_matched(
 
 def _record(
     uow: UnitOfWork,
-    app: App,
+    app: Runtime,
     row: m.InboundMessage,
     c: Classification,
     match: Match,
@@ -184,7 +184,7 @@ def _record(
 
 def _hold_probable(
     uow: UnitOfWork,
-    app: App,
+    app: Runtime,
     row: m.InboundMessage,
     c: Classification,
     match: Match,
@@ -248,7 +248,7 @@ def _inform(
 
 
 def _hold_thread_lead(
-    uow: UnitOfWork, app: App, lead_id: int, speaker_lead: int, sender: str, inbound_id: int
+    uow: UnitOfWork, app: Runtime, lead_id: int, speaker_lead: int, sender: str, inbound_id: int
 ) -> None:
     """Another lead answered in this lead's thread: the conversation is probably taken, so
     this lead sends nothing more until a person decides (held, steps waiting, a thread)."""

@@ -8,11 +8,11 @@ from typing import Any
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
-from replyguard.bootstrap import App
 from replyguard.domain.inbound.status import InboundStatus
+from replyguard.service_layer.runtime import Runtime
 
 
-def list_inbound(app: App, statuses: Sequence[InboundStatus] | None = None) -> list[dict[str, Any]]:
+def list_inbound(app: Runtime, statuses: Sequence[InboundStatus] | None = None) -> list[dict[str, Any]]:
     """Inbound messages with one of `statuses` (every status when None), oldest first."""
     query = select(
         m.InboundMessage.id,

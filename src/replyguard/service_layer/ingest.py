@@ -34,7 +34,6 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from replyguard.adapters.db import models as m
-from replyguard.bootstrap import App
 from replyguard.domain.inbound.classify import classify_message
 from replyguard.domain.inbound.limits import MessageLimits, over_limit
 from replyguard.domain.inbound.parse import MessageParseError, parse_message
@@ -43,6 +42,7 @@ from replyguard.domain.inbound.storable import MAX_MESSAGE_ID, storable_classifi
 from replyguard.domain.message_ids import normalize_message_id
 from replyguard.service_layer.failpoints import InjectedCrash
 from replyguard.service_layer.inbound_apply import apply_inbound
+from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ def store_raw(uow: UnitOfWork, raw: bytes, source: str, *, refused: str | None =
     )
 
 
-def stored_id(app: App, raw: bytes) -> int | None:
+def stored_id(app: Runtime, raw: bytes) -> int | None:
     """The id of the inbound row these bytes were stored as, if they were."""
     key, _ = dedupe_key(raw)
     with app.uow() as uow:
@@ -157,7 +157,7 @@ def stored_id(app: App, raw: bytes) -> int | None:
 
 
 def ingest_raw(
-    app: App,
+    app: Runtime,
     raw: bytes,
     source: str,
     *,
@@ -212,7 +212,7 @@ def ingest_raw(
     return result
 
 
-def process_stored(app: App, inbound_id: int) -> IngestResult:
+def process_stored(app: Runtime, inbound_id: int) -> IngestResult:
     """Process a stored message exactly once (a second call returns the first outcome).
 
     Never raises: any failure — a bug, a value a column refuses, a lost connection — is tried
@@ -233,7 +233,7 @@ def process_stored(app: App, inbound_id: int) -> IngestResult:
     return quarantine(app, inbound_id, error, attempts=MAX_ATTEMPTS)
 
 
-def _process_once(app: App, inbound_id: int) -> IngestResult:
+def _process_once(app: Runtime, inbound_id: int) -> IngestResult:
     with app.uow() as uow:
         query = select(m.InboundMessage).where(
             m.InboundMessage.id == inbound_id, m.InboundMessage.workspace_id == uow.workspace_id

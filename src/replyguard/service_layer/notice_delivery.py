@@ -28,9 +28,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.notices.base import ChannelResult, NoticeChannel, NoticeMessage
-from replyguard.bootstrap import App
 from replyguard.domain.send_policy import backoff
 from replyguard.service_layer.notices import notice_uid
+from replyguard.service_layer.runtime import Runtime
 from replyguard.settings import NotifySettings
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class DeliveryReport:
 class NoticeDelivery:
     def __init__(
         self,
-        app: App,
+        app: Runtime,
         channels: Sequence[NoticeChannel],
         settings: NotifySettings,
         before_pass: Callable[[], int] | None = None,
@@ -226,7 +226,7 @@ def run_forever(
     return total
 
 
-def undelivered(app: App) -> list[dict[str, object]]:
+def undelivered(app: Runtime) -> list[dict[str, object]]:
     """Deliveries still pending or given up, for a person to see."""
     with app.uow() as uow:
         rows = uow.session.execute(

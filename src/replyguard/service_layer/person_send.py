@@ -25,13 +25,13 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.transports.base import Outcome
-from replyguard.bootstrap import App
 from replyguard.domain.addresses import UnsafeHeaderValue, check_header_value, domain_of
 from replyguard.domain.drafts import reply_subject
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.states import ReplyState, StepState
 from replyguard.service_layer.decision_base import get_thread
+from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.thread_context import load_context
 from replyguard.service_layer.uow import UnitOfWork
 
@@ -67,7 +67,7 @@ def default_key(thread_id: int, subject: str, body: str) -> str:
     return hashlib.sha256(f"{thread_id}\0{subject}\0{body}".encode()).hexdigest()[:40]
 
 
-def send_reply(app: App, request: PersonReply) -> SendResult:
+def send_reply(app: Runtime, request: PersonReply) -> SendResult:
     """Send a person's answer once. Raises SendRefused when it may not be sent."""
     if not request.by.strip():
         raise SendRefused("sending needs the name of the person who sends")
@@ -214,7 +214,7 @@ def _thread_ids(uow: UnitOfWork, thread: m.RescueThread) -> tuple[str | None, li
     return (theirs.strip() if theirs and _ONE_ID.match(theirs.strip()) else None), valid
 
 
-def _email(app: App, row: m.PersonSend) -> OutgoingEmail:
+def _email(app: Runtime, row: m.PersonSend) -> OutgoingEmail:
     with app.uow() as uow:
         mailbox = uow.session.get_one(m.Mailbox, row.mailbox_id)
         lead = uow.session.get_one(m.Lead, row.lead_id)

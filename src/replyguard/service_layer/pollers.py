@@ -28,10 +28,10 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.imap_source import Cursor, Fetched, ImapPoller, Timing, parse_imap_url
-from replyguard.bootstrap import App
 from replyguard.domain.inbound.status import InboundStatus, history_source
 from replyguard.service_layer.ingest import IngestResult, ingest_raw
 from replyguard.service_layer.quarantine import keep_refused
+from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.source_health import RecordedHealth
 from replyguard.service_layer.uow import UnitOfWork
 
@@ -60,7 +60,7 @@ def _row(uow: UnitOfWork, key: str) -> m.MailboxCursor:
     return row
 
 
-def read_cursor(app: App, key: str) -> Cursor:
+def read_cursor(app: Runtime, key: str) -> Cursor:
     """The cursor, read when a poll round has reached the folder: also stamps `checked_at`,
     so `replyguard audit --config` can tell a source that answers from one that fails."""
     with app.uow() as uow:
@@ -70,7 +70,9 @@ def read_cursor(app: App, key: str) -> Cursor:
         return Cursor(row.uidvalidity, row.last_uid, row.history_until_uid)
 
 
-def begin_cursor(app: App, key: str, uidvalidity: int, last_uid: int, history_until_uid: int | None) -> None:
+def begin_cursor(
+    app: Runtime, key: str, uidvalidity: int, last_uid: int, history_until_uid: int | None
+) -> None:
     """Start reading `key` under `uidvalidity` after `last_uid` (a first start, or a folder
     whose UIDs were reassigned); UIDs up to `history_until_uid` are history."""
     with app.uow() as uow:
@@ -80,7 +82,7 @@ def begin_cursor(app: App, key: str, uidvalidity: int, last_uid: int, history_un
         uow.commit()
 
 
-def advance_cursor(app: App, key: str, uidvalidity: int, last_uid: int) -> None:
+def advance_cursor(app: Runtime, key: str, uidvalidity: int, last_uid: int) -> None:
     """Record that every message up to `last_uid` under `uidvalidity` is stored.
 
     Never moves backwards within one UIDVALIDITY, so a stale poller cannot undo a newer one's
@@ -97,7 +99,7 @@ def advance_cursor(app: App, key: str, uidvalidity: int, last_uid: int) -> None:
 class DbCursorStore:
     """The poller's cursor port, backed by `mailbox_cursors`."""
 
-    app: App
+    app: Runtime
     key: str
 
     def load(self) -> Cursor:
@@ -111,7 +113,7 @@ class DbCursorStore:
 
 
 def imap_poller(
-    app: App,
+    app: Runtime,
     url: str,
     handle: Callable[[Fetched], None] | None = None,
     *,
@@ -141,7 +143,7 @@ def imap_poller(
 
 
 def ingest_fetched(
-    app: App, report: Callable[[IngestResult], None] | None = None
+    app: Runtime, report: Callable[[IngestResult], None] | None = None
 ) -> Callable[[Fetched], None]:
     """The poller's handler: store (and process) each message, or keep a refused one's header.
 
@@ -178,7 +180,7 @@ class SourceLease:
     Not thread-safe: one lease object belongs to one poller.
     """
 
-    def __init__(self, app: App, key: str, owner: str | None = None, ttl: timedelta = LEASE_TTL) -> None:
+    def __init__(self, app: Runtime, key: str, owner: str | None = None, ttl: timedelta = LEASE_TTL) -> None:
         self.app, self.key, self.ttl = app, key, ttl
         self.owner = owner or default_owner()
         self._lock_conn: Connection | None = None

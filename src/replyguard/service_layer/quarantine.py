@@ -24,10 +24,10 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from replyguard.adapters.db import models as m
-from replyguard.bootstrap import App
 from replyguard.domain.inbound.status import InboundStatus, check_inbound_move
 from replyguard.domain.inbound.storable import storable_text
 from replyguard.service_layer.ingest import MAX_SOURCE, IngestResult, insert_once, process_stored
+from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ SETTLE = timedelta(minutes=1)
 NOBODY = "owner@unknown.invalid"
 
 
-def quarantine(app: App, inbound_id: int, error: str, *, attempts: int) -> IngestResult:
+def quarantine(app: Runtime, inbound_id: int, error: str, *, attempts: int) -> IngestResult:
     """Record that processing failed `attempts` more times and quarantine the message.
 
     Never raises: when even this cannot be written the row stays `stored` (logged), and
@@ -63,7 +63,7 @@ def quarantine(app: App, inbound_id: int, error: str, *, attempts: int) -> Inges
         return IngestResult(inbound_id, False, InboundStatus.STORED, detail=error)
 
 
-def keep_refused(app: App, head: bytes, source: str, reason: str) -> int:
+def keep_refused(app: Runtime, head: bytes, source: str, reason: str) -> int:
     """Keep what a person needs about a message refused at the door: its head and the reason.
 
     Returns the inbound id. A provider retrying the same refused request finds the same row.
@@ -98,7 +98,7 @@ def notify_refused(uow: UnitOfWork, inbound_id: int) -> None:
     _notify(uow, "inbound_refused", row, "Over a limit, so not processed: read it and act.")
 
 
-def retry_stored(app: App, *, settle: timedelta = SETTLE, limit: int = 100) -> list[IngestResult]:
+def retry_stored(app: Runtime, *, settle: timedelta = SETTLE, limit: int = 100) -> list[IngestResult]:
     """Process rows left `stored` for longer than `settle` (oldest first, at most `limit`)."""
     with app.uow() as uow:
         ids = list(
@@ -116,7 +116,7 @@ def retry_stored(app: App, *, settle: timedelta = SETTLE, limit: int = 100) -> l
     return [process_stored(app, inbound_id) for inbound_id in ids]
 
 
-def retry(app: App, inbound_ids: Iterable[int]) -> list[IngestResult]:
+def retry(app: Runtime, inbound_ids: Iterable[int]) -> list[IngestResult]:
     """A person's retry: quarantined (or still stored) messages are processed again.
 
     LookupError for an id that is not in this workspace; IllegalInboundMove for a message
@@ -176,7 +176,7 @@ class Sweeper:
     is logged and tried again at the next interval.
     """
 
-    def __init__(self, app: App, interval: float = SETTLE.total_seconds()) -> None:
+    def __init__(self, app: Runtime, interval: float = SETTLE.total_seconds()) -> None:
         self.app, self.interval = app, interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="inbound-sweeper", daemon=True)

@@ -14,9 +14,9 @@ from __future__ import annotations
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
-from replyguard.bootstrap import App
 from replyguard.domain.states import ReplyKind
 from replyguard.service_layer.replies import IncomingReply, ReplyOutcome, record_reply, soft_bounces_of
+from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.uow import UnitOfWork
 
 
@@ -24,12 +24,12 @@ class JoinedUnitOfWork(UnitOfWork):
     """A unit of work inside a transaction the caller already owns (the worker's): it never
     commits; its writes are flushed into that transaction, which commits them with the rest."""
 
-    def __init__(self, conn: Connection, app: App) -> None:
+    def __init__(self, conn: Connection, app: Runtime) -> None:
         super().__init__(conn.engine, app.clock, app.workspace_id, app.settings)
         self.session = Session(bind=conn, join_transaction_mode="rollback_only", expire_on_commit=False)
 
 
-def soft_bounces(conn: Connection, app: App, address: str) -> int:
+def soft_bounces(conn: Connection, app: Runtime, address: str) -> int:
     uow = JoinedUnitOfWork(conn, app)
     try:
         return soft_bounces_of(uow, address)
@@ -38,7 +38,14 @@ def soft_bounces(conn: Connection, app: App, address: str) -> int:
 
 
 def record_send_bounce(
-    conn: Connection, app: App, *, lead_id: int, address: str, hard: bool, detail: str, repeated: bool = False
+    conn: Connection,
+    app: Runtime,
+    *,
+    lead_id: int,
+    address: str,
+    hard: bool,
+    detail: str,
+    repeated: bool = False,
 ) -> ReplyOutcome:
     """Record the server's refusal of `address` as a bounce of the lead (the reply transaction)."""
     evidence = ["smtp:at-send", f"smtp:{detail[:200]}"]

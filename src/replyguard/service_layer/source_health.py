@@ -14,7 +14,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import SQLAlchemyError
 
 from replyguard.adapters.db import models as m
-from replyguard.bootstrap import App
+from replyguard.service_layer.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class RecordedHealth:
     """The poller's health port, backed by its `mailbox_cursors` row. Never raises: a
     database that is down must not stop the poller (it retries on its own)."""
 
-    app: App
+    app: Runtime
     key: str
     secret: str = field(default="", repr=False)
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
-from replyguard.bootstrap import App
 from replyguard.domain.message_ids import check_unsubscribe_token
 from replyguard.domain.states import ReplyKind, ReplyState
 from replyguard.service_layer.replies import IncomingReply, record_reply
+from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.uow import UnitOfWork
 
 _TOKEN = re.compile(r"^[0-9a-f]{32}\.[0-9a-f]{20}$")
@@ -47,13 +47,13 @@ def lead_for_token(uow: UnitOfWork, token: str) -> int:
     return lead_id
 
 
-def check_token(app: App, token: str) -> int:
+def check_token(app: Runtime, token: str) -> int:
     """The lead a valid token names (read only); UnknownToken otherwise."""
     with app.uow() as uow:
         return lead_for_token(uow, token)
 
 
-def one_click_unsubscribe(app: App, token: str) -> OneClickResult:
+def one_click_unsubscribe(app: Runtime, token: str) -> OneClickResult:
     """Unsubscribe the contact behind `token` in one transaction; a repeat changes nothing."""
     with app.uow() as uow:
         lead_id = lead_for_token(uow, token)

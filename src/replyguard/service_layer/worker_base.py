@@ -12,13 +12,13 @@ from sqlalchemy import Connection, Table, exists, select, update
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.transports.base import Delivery, Transport
-from replyguard.bootstrap import App
 from replyguard.domain.addresses import domain_of
 from replyguard.domain.message_ids import unsubscribe_token
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.schedule import SendWindow
 from replyguard.domain.states import OPEN, StepState
 from replyguard.service_layer.holds import hold_for_person
+from replyguard.service_layer.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class WorkerBase:
     """What every part of the worker shares: the app, the transport, and the small helpers
     that read and write rows under the same rules."""
 
-    def __init__(self, app: App, transport: Transport | None = None) -> None:
+    def __init__(self, app: Runtime, transport: Transport | None = None) -> None:
         self.app = app
         self.engine = app.engine
         self.transport = transport or app.transport

@@ -20,8 +20,8 @@ def register(app: typer.Typer) -> None:
         port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8024,
     ) -> None:
         """Store every delivered message, then answer 250 (451 if it could not be stored)."""
-        from replyguard.adapters.lmtp_listener import Listener
         from replyguard.entrypoints.cli.app import err, open_app
+        from replyguard.entrypoints.lmtp import Listener
         from replyguard.service_layer.quarantine import Sweeper
 
         instance = open_app(ctx, running_clock=True)

@@ -1,0 +1,94 @@
+"""The port through which a use case reaches what the running process provides.
+
+The service layer never imports the composition root (`bootstrap.App`): it states here what a
+use case may ask of the process that runs it, and `bootstrap.App` (the CLI, `serve`, `up`) or
+any test double satisfies it structurally. Most use cases need only `uow()` — a unit of work
+carries the clock, the workspace and the settings — and the few that leave the database (the
+worker, a person's answer, notices, the audit) also take the transport and the failpoints.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from sqlalchemy import Engine
+
+from replyguard.adapters.transports.base import Transport
+from replyguard.domain.clock import Clock
+from replyguard.service_layer.failpoints import Failpoints
+from replyguard.service_layer.uow import UnitOfWork
+from replyguard.settings import Settings
+
+
+class Runtime(Protocol):
+    """Engine, clock, settings, workspace, transport and failpoints of one running process."""
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def failpoints(self) -> Failpoints: ...
+
+    @property
+    def workspace_id(self) -> int: ...
+
+    @property
+    def postgres(self) -> bool: ...
+
+    @property
+    def transport(self) -> Transport: ...
+
+    def uow(self) -> UnitOfWork:
+        """A fresh unit of work in this process's workspace."""
+        ...
+
+
+class Rewired:
+    """`base` seen through another clock or other failpoints, everything else shared.
+
+    For a use case that observes its own run (the audit counts the failpoints it passes and
+    runs recovery as it would run past a lease): what `dataclasses.replace` on the composition
+    root did, without the service layer knowing what the composition root is.
+    """
+
+    def __init__(self, base: Runtime, *, clock: Clock | None = None, failpoints: Failpoints | None = None):
+        self._base = base
+        self._clock = clock or base.clock
+        self._failpoints = failpoints or base.failpoints
+
+    @property
+    def engine(self) -> Engine:
+        return self._base.engine
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def settings(self) -> Settings:
+        return self._base.settings
+
+    @property
+    def failpoints(self) -> Failpoints:
+        return self._failpoints
+
+    @property
+    def workspace_id(self) -> int:
+        return self._base.workspace_id
+
+    @property
+    def postgres(self) -> bool:
+        return self._base.postgres
+
+    @property
+    def transport(self) -> Transport:
+        return self._base.transport
+
+    def uow(self) -> UnitOfWork:
+        return UnitOfWork(self.engine, self._clock, self.workspace_id, self.settings)
