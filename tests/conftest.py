@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.pool import NullPool
 
 from replyguard.adapters.db.engine import make_engine
 from replyguard.adapters.db.migrate import upgrade
@@ -152,12 +154,36 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+_EMPTY: dict[str, str] = {}
+_SEQUENCES = """
+    SELECT pg_get_serial_sequence(quote_ident(table_name), column_name)
+    FROM information_schema.columns
+    WHERE table_schema = 'public' AND (column_default LIKE 'nextval%' OR is_identity = 'YES')
+"""
+
+
 def _truncate(url: str) -> None:
-    engine = make_engine(url)
-    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
-    with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
-    engine.dispose()
+    """Empty every table and restart every id sequence: each test starts from ids 1, 2, ...
+
+    DELETEs child tables first, then the sequences, in one round trip: about 10x cheaper than
+    TRUNCATE ... CASCADE of 27 tables, which makes new files for each on every test. A row left
+    by a test that a DELETE cannot remove (a foreign key cycle) falls back to TRUNCATE."""
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        if url not in _EMPTY:
+            with engine.connect() as conn:
+                sequences = [row[0] for row in conn.execute(text(_SEQUENCES)) if row[0]]
+            tables = [f'DELETE FROM "{t.name}";' for t in reversed(Base.metadata.sorted_tables)]
+            _EMPTY[url] = "".join(tables) + "".join(f"ALTER SEQUENCE {s} RESTART;" for s in sequences)
+        try:
+            with engine.begin() as conn:
+                conn.exec_driver_sql(_EMPTY[url])
+        except IntegrityError:
+            tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+            with engine.begin() as conn:
+                conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

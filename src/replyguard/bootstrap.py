@@ -85,8 +85,10 @@ class App:
         return workspace_id
 
     def close(self) -> None:
-        if self._transport is not None:
-            self._transport.close()
+        """Close the transport and every pooled connection; closing twice is harmless."""
+        transport, self._transport = self._transport, None
+        if transport is not None:
+            transport.close()
         self.engine.dispose()
 
 

@@ -4,7 +4,6 @@ loopback (aiosmtpd) that every email goes through — the prospects' and the can
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.cli import Ran, clean_env, run_cli
 from tests.support.smtp_servers import SmtpTestServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,24 +31,23 @@ class Cli:
     def __init__(self, root: Path, smtp: SmtpTestServer) -> None:
         self.root, self.smtp = root, smtp
 
-    def run(
-        self, *args: str, now: str | None = None, broken: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("REPLYGUARD_")}
-        env |= {"REPLYGUARD_TRANSPORT": self.smtp.url(timeout=5), "COLUMNS": "200"}
-        if broken:
-            env["RG_BREAK"] = broken
-        program = [str(BROKEN)] if broken else ["-m", "replyguard"]
+    def run(self, *args: str, now: str | None = None, broken: str | None = None) -> Ran:
+        """The real command line: in this process (tests/support/cli.py), or with one guarantee
+        broken in a process of its own (broken_cli.py), so the breakage cannot outlive it."""
+        env = clean_env(REPLYGUARD_TRANSPORT=self.smtp.url(timeout=5), COLUMNS="200")
         prefix = ["--db", f"sqlite:///{self.root / 'rg.db'}"] + (["--now", now] if now else [])
-        return subprocess.run(
-            [sys.executable, *program, *prefix, *args],
+        if not broken:
+            return run_cli([*prefix, *args], env=env, cwd=self.root)
+        done = subprocess.run(
+            [sys.executable, str(BROKEN), *prefix, *args],
             cwd=self.root,
-            env=env,
+            env=env | {"RG_BREAK": broken},
             capture_output=True,
             text=True,
             timeout=120,
             check=False,
         )
+        return Ran(list(args), done.returncode, done.stdout, done.stderr)
 
     def ok(self, *args: str, now: str | None = None) -> str:
         result = self.run(*args, now=now)

@@ -2,7 +2,9 @@
 
 One prepared workspace (init, both example campaigns, the example leads imported twice,
 enrolled on Monday 2026-12-07 06:00 UTC) is built once per module; each test works on a copy.
-Simulated time comes from `--now`; the worker runs at many instants through worker_ticks.py.
+Simulated time comes from `--now`; the worker runs at many instants (`Workspace.tick`). Each
+call is the real entry point run in this process (tests/support/cli.py): the interpreter's
+start-up is not what these tests are about.
 """
 
 from __future__ import annotations
@@ -12,12 +14,10 @@ import itertools
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from email.utils import parsedate_to_datetime
@@ -27,9 +27,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.support.cli import Ran, run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-TICKS = Path(__file__).with_name("worker_ticks.py")
 CAMPAIGN = "Q1 reporting outreach"
 PRODUCT = "Northwind Reports"
 FIRST_SUBJECT = "Quick question about {company}'s reporting"
@@ -56,19 +57,10 @@ class Workspace:
         env["PYTHONWARNINGS"] = "error::DeprecationWarning:replyguard"
         return env
 
-    def run(
-        self, *args: str, now: str | None = None, db: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, now: str | None = None, db: str | None = None, input: str | bytes = "") -> Ran:
+        """The real command line, in this process (tests/support/cli.py)."""
         prefix = ["--db", db or self.db] + (["--now", now] if now else [])
-        return subprocess.run(
-            [sys.executable, "-m", "replyguard", *prefix, *args],
-            cwd=self.root,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        return run_cli([*prefix, *args], env=self.env(), cwd=self.root, input=input)
 
     def ok(self, *args: str, now: str | None = None) -> str:
         result = self.run(*args, now=now)
@@ -93,18 +85,15 @@ class Workspace:
         (product,) = [p for p in summary["products"] if p["product"] == PRODUCT]
         return {**summary, "lead": product}
 
-    def tick(self, start: str, end: str, hours: float = 2) -> None:
-        result = subprocess.run(
-            [sys.executable, str(TICKS), self.db, start, end, str(hours)],
-            cwd=self.root,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert result.returncode == 0, result.stderr
-        assert "Traceback" not in result.stderr
+    def tick(self, start: str, end: str, hours: float = 2, *, transport: str | None = None) -> None:
+        """`replyguard worker --once` every `hours` from `start` to `end` (simulated time)."""
+        now, last = instant(start), instant(end)
+        while now <= last:
+            args = (["--transport", transport] if transport else []) + ["worker", "--once"]
+            result = self.run(*args, now=now.isoformat())
+            assert result.returncode == 0, f"worker tick at {now.isoformat()}: {result.stderr}"
+            assert "Traceback" not in result.stderr
+            now += timedelta(hours=hours)
 
     def emails(self, sender: str | None = None) -> list[EmailMessage]:
         found = []
@@ -477,15 +466,7 @@ def test_ingest_mbox_maildir_and_stdin_through_the_cli(ws: Workspace) -> None:
     result = ws.json("ingest", str(mbox), str(maildir), now="2026-12-08T12:00:00Z")
     assert result["counts"] == {"matched": 1, "unmatched": 1, "duplicate": 1}
     assert ws.lead("priya@fernhollow.test")["lead"]["reply_state"] == "replied"
-    piped = subprocess.run(
-        [sys.executable, "-m", "replyguard", "--db", ws.db, "ingest", "-", "--json"],
-        input=b"\x00\xff garbage",
-        cwd=ws.root,
-        env=ws.env(),
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
+    piped = ws.run("ingest", "-", "--json", input=b"\x00\xff garbage")
     assert piped.returncode == 0, piped.stderr
     unmatched = ws.json("inbound", "list", "--status", "unmatched")
     assert [item["message_id"] for item in unmatched] == ["<s1@nowhere.test>"]

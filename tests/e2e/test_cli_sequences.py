@@ -3,13 +3,12 @@ list/set/resume, steps failed/resend/skip, and the errors a person sees."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_cli import CAMPAIGN, ENROLLED_AT, EXAMPLES, PRODUCT, TICKS, Workspace
+from tests.e2e.test_cli import CAMPAIGN, ENROLLED_AT, EXAMPLES, PRODUCT, Workspace
+from tests.support.cli import Ran
 
 
 @pytest.fixture
@@ -22,17 +21,8 @@ def ws(tmp_path: Path) -> Workspace:
     return workspace
 
 
-def _answer(ws: Workspace, answer: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "replyguard", "--db", ws.db, *args],
-        cwd=ws.root,
-        env=ws.env(),
-        input=answer,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def _answer(ws: Workspace, answer: str, *args: str) -> Ran:
+    return ws.run(*args, input=answer)
 
 
 def test_campaign_create_says_which_mailbox_settings_apply(tmp_path: Path) -> None:
@@ -76,14 +66,7 @@ def test_campaign_update_shows_the_differences_and_asks(ws: Workspace) -> None:
 def test_failed_steps_are_listed_and_decided_by_a_person(ws: Workspace) -> None:
     # An SMTP relay that is not there: every attempt fails until the retries run out.
     priya = "priya@fernhollow.test"
-    subprocess.run(
-        [sys.executable, str(TICKS), ws.db, "2026-12-07T06:00:00Z", "2026-12-09T06:00:00Z", "0.5"],
-        cwd=ws.root,
-        env=ws.env() | {"REPLYGUARD_TRANSPORT": "smtp://127.0.0.1:9?timeout=1"},
-        capture_output=True,
-        timeout=600,
-        check=True,
-    )
+    ws.tick("2026-12-07T06:00:00Z", "2026-12-09T06:00:00Z", 0.5, transport="smtp://127.0.0.1:9?timeout=1")
     failed = ws.json("steps", "failed")
     assert priya in {row["lead"] for row in failed}
     assert all(row["state"] == "failed" and row["position"] == 1 for row in failed)

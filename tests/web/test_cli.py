@@ -16,6 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.cli import Ran, run_cli
+
 REPLYGUARD = [sys.executable, "-m", "replyguard"]
 PASSWORD = "correct horse battery staple"
 
@@ -28,15 +30,15 @@ def env(tmp_path: Path) -> dict[str, str]:
     return clean
 
 
-def run(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def run(tmp_path: Path, *args: str, stdin: str = "") -> Ran:
+    """The real command line, in this process (tests/support/cli.py)."""
+    return run_cli(args, env=env(tmp_path), cwd=tmp_path, input=stdin)
+
+
+def run_process(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real command line in a process of its own: for `up`, which owns its process."""
     return subprocess.run(
-        [*REPLYGUARD, *args],
-        check=False,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env(tmp_path),
-        timeout=120,
+        [*REPLYGUARD, *args], check=False, capture_output=True, text=True, env=env(tmp_path), timeout=120
     )
 
 
@@ -206,6 +208,6 @@ def test_up_on_a_busy_port_says_so_in_one_line(workspace: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        result = run(workspace, "up", "--port", str(busy.getsockname()[1]))
+        result = run_process(workspace, "up", "--port", str(busy.getsockname()[1]))
     assert result.returncode == 1
     assert "cannot listen on 127.0.0.1:" in result.stderr and "Traceback" not in result.stderr

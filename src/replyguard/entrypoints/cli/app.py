@@ -151,6 +151,9 @@ def open_app(ctx: typer.Context, *, running_clock: bool = False) -> App:
     from replyguard.bootstrap import WorkspaceMissing
 
     instance = opts(ctx).app(running_clock=running_clock)
+    # The command's context owns the app: its engine and transport are closed when the command
+    # ends, however it ends (an SQLite file is checkpointed only when its last connection closes).
+    ctx.call_on_close(instance.close)
     try:
         _ = instance.workspace_id
     except WorkspaceMissing as exc:
@@ -162,6 +165,7 @@ def open_app(ctx: typer.Context, *, running_clock: bool = False) -> App:
 def init(ctx: typer.Context) -> None:
     """Create or migrate the database and the workspace."""
     instance = opts(ctx).app()
+    ctx.call_on_close(instance.close)
     workspace_id = instance.init_database()
     out.print(
         f"database ready; workspace [bold]{escape(instance.workspace)}[/] (id {workspace_id})", markup=True

@@ -12,7 +12,6 @@ import ipaddress
 import time
 from collections.abc import Iterator
 
-from alembic.script import ScriptDirectory
 from fastapi import APIRouter, HTTPException
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -23,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from replyguard.adapters.db.migrate import alembic_config
+from replyguard.adapters.db.migrate import code_heads
 from replyguard.entrypoints.web.api import PREFIX as API_PREFIX
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.security import same_secret
@@ -151,7 +150,7 @@ def _loopback(request: Request) -> bool:
 def router(ctx: WebContext, registry: CollectorRegistry) -> APIRouter:
     routes = APIRouter(include_in_schema=False)
     registry.register(DatabaseCollector(ctx))
-    heads = set(ScriptDirectory.from_config(alembic_config(ctx.app.engine)).get_heads())
+    heads = code_heads()
 
     @routes.get("/metrics")
     def metrics(request: Request) -> Response:
