@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from replyguard.entrypoints.cli import app as cli
 from replyguard.entrypoints.cli.launcher import main
 
 
@@ -52,12 +53,19 @@ def _process_state(env: Mapping[str, str], cwd: Path) -> Iterator[None]:
     root = logging.getLogger()
     saved_logging = (root.handlers[:], root.level)
     saved_signals = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # The CLI's Rich consoles are made at import and keep the COLUMNS of that moment (xdist
+    # workers run with COLUMNS=80); a fresh process would read this command's COLUMNS.
+    consoles = [(console, console._width) for console in (cli.out, cli.err)]
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
+    for console, _ in consoles:
+        console._width = None
     try:
         yield
     finally:
+        for console, width in consoles:
+            console._width = width
         sys.stdin, sys.stdout, sys.stderr = saved_streams
         sys.argv = saved_argv
         os.chdir(saved_cwd)
