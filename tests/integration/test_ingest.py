@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from datetime import timedelta
 from email.message import EmailMessage
 from email.utils import format_datetime
@@ -218,6 +219,121 @@ def test_temporary_and_sender_side_bounces_never_add_up_to_hard(
         result = ingest_raw(app, dsn, "test")
         assert (result.kind, result.duplicate) == ("bounce_soft", False)
     assert lead_state(app, MARC, REPORTS) == "active"
+
+
+def test_temporary_bounces_before_a_permanent_one_do_not_add_up_to_hard(app: App, clock: FixedClock) -> None:
+    # Two 4.2.2 (temporary: the mailbox may empty) with the same reason as a 5.2.2: only the
+    # permanent one counts, so the third bounce is still soft and the lead still active.
+    _sent_day(app, clock)
+    mid, _, _ = _first_sent(app, MARC, REPORTS)
+    kinds = []
+    for n, (status, code) in enumerate([("4.2.2", "452"), ("4.2.2", "452"), ("5.2.2", "552")]):
+        dsn = _dsn(MARC, mid, status, f"{code} {status} Mailbox full ({n})", dsn_id=f"<dsn-m{n}@mx.test>")
+        kinds.append(ingest_raw(app, dsn, "test").kind)
+    assert kinds == ["bounce_soft", "bounce_soft", "bounce_soft"]
+    assert lead_state(app, MARC, REPORTS) == "active"
+    with app.uow() as uow:
+        assert uow.session.scalar(select(func.count()).select_from(m.Suppression)) == 0
+
+
+def test_a_permanent_failure_of_unknown_reason_is_soft_until_it_repeats(app: App, clock: FixedClock) -> None:
+    _sent_day(app, clock)
+    mid, _, _ = _first_sent(app, MARC, REPORTS)
+    kinds = []
+    for n in range(3):
+        dsn = _dsn(MARC, mid, "5.0.0", f"550 5.0.0 Something went wrong ({n})", dsn_id=f"<dsn-u{n}@mx.test>")
+        kinds.append(ingest_raw(app, dsn, "test").kind)
+    assert kinds == ["bounce_soft", "bounce_soft", "bounce_hard"]
+    assert lead_state(app, MARC, REPORTS) == "bounced"
+
+
+def _suppressed(app: App) -> set[str]:
+    with app.uow() as uow:
+        return set(uow.session.scalars(select(m.Suppression.address)))
+
+
+def _jmrp(recipient: str, original: str | None, subject: str) -> bytes:
+    """Hotmail/Outlook's non-ARF complaint: the email complained about, attached."""
+    message_id = f"Message-ID: {original}\r\n" if original else ""
+    return (
+        "From: staff@hotmail.com\r\nTo: dana@northwind-analytics.test\r\n"
+        "Subject: complaint about message from 192.0.2.10\r\nMessage-ID: <c1@hotmail.com>\r\n"
+        'MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary="J"\r\n\r\n'
+        "--J\r\nContent-Type: text/plain\r\n\r\nThis is an email abuse report for an email "
+        "message received from IP 192.0.2.10\r\n"
+        "--J\r\nContent-Type: message/rfc822\r\nContent-Disposition: inline\r\n\r\n"
+        f"X-HmXmrOriginalRecipient: {recipient}\r\nFrom: dana@northwind-analytics.test\r\n"
+        f"To: {recipient}\r\n{message_id}Subject: {subject}\r\n\r\nHello\r\n--J--\r\n"
+    ).encode()
+
+
+def test_a_hotmail_complaint_about_our_email_unsubscribes_and_suppresses_the_lead(
+    app: App, clock: FixedClock
+) -> None:
+    _sent_day(app, clock)
+    mid, subject, _ = _first_sent(app, PRIYA, REPORTS)
+    result = ingest_raw(app, _jmrp(PRIYA, mid, subject), "test")
+    assert result.kind == "unsubscribe" and "match:complaint-original" in result.evidence
+    assert lead_state(app, PRIYA, REPORTS) == "unsubscribed"
+    assert lead_state(app, PRIYA, FORECASTING) == "unsubscribed"
+    assert PRIYA in _suppressed(app) and "staff@hotmail.com" not in _suppressed(app)
+
+
+def test_an_arf_abuse_report_with_our_headers_unsubscribes_the_lead(app: App, clock: FixedClock) -> None:
+    _sent_day(app, clock)
+    mid, subject, _ = _first_sent(app, MARC, REPORTS)
+    arf = (
+        "From: feedback@arf.mailbox.test\r\nTo: abuse@northwind-analytics.test\r\n"
+        "Subject: FW: abuse report\r\nMessage-ID: <arf1@arf.mailbox.test>\r\nMIME-Version: 1.0\r\n"
+        'Content-Type: multipart/report; report-type=feedback-report; boundary="F"\r\n\r\n'
+        "--F\r\nContent-Type: text/plain\r\n\r\nThis is an abuse report.\r\n"
+        "--F\r\nContent-Type: message/feedback-report\r\n\r\nFeedback-Type: abuse\r\n"
+        f"User-Agent: SomeGenerator/1.0\r\nVersion: 1\r\nOriginal-Rcpt-To: <{MARC}>\r\n\r\n"
+        "--F\r\nContent-Type: text/rfc822-headers\r\n\r\n"
+        f"From: dana@northwind-analytics.test\r\nTo: {MARC}\r\nSubject: {subject}\r\n"
+        f"Message-ID: {mid}\r\n\r\n--F--\r\n"
+    ).encode()
+    result = ingest_raw(app, arf, "test")
+    assert result.kind == "unsubscribe" and "match:complaint-original" in result.evidence
+    assert lead_state(app, MARC, REPORTS) == "unsubscribed"
+    assert MARC in _suppressed(app)
+
+
+def test_an_ses_complaint_notification_unsubscribes_the_lead(app: App, clock: FixedClock) -> None:
+    _sent_day(app, clock)
+    mid, _, _ = _first_sent(app, PRIYA, REPORTS)
+    event = {
+        "notificationType": "Complaint",
+        "complaint": {"complainedRecipients": [{"emailAddress": PRIYA}], "complaintFeedbackType": "abuse"},
+        "mail": {"messageId": "0100018c-ses-id", "commonHeaders": {"messageId": mid}},
+    }
+    body = json.dumps({"Type": "Notification", "Message": json.dumps(event)})
+    raw = _mail("no-reply@sns.amazonaws.test", "AWS Notification Message", body, msgid="<sns1@sns.test>")
+    result = ingest_raw(app, raw, "test")
+    assert result.kind == "unsubscribe" and "match:complaint-original" in result.evidence
+    assert lead_state(app, PRIYA, REPORTS) == "unsubscribed" and PRIYA in _suppressed(app)
+
+
+def test_a_complaint_that_only_names_an_address_stops_her_but_suppresses_nothing_until_confirmed(
+    app: App, clock: FixedClock
+) -> None:
+    # Anyone can write "X-HmXmrOriginalRecipient: priya@...": without our Message-ID and without
+    # the provider's authentication, it stops her (the safe side) and a person decides the rest.
+    _sent_day(app, clock)
+    _, subject, _ = _first_sent(app, PRIYA, REPORTS)
+    result = ingest_raw(app, _jmrp(PRIYA, None, subject), "test")
+    assert result.kind == "unsubscribe" and "match:complaint-recipient" in result.evidence
+    assert lead_state(app, PRIYA, REPORTS) == "replied"  # stopped, and a person's to decide
+    assert _suppressed(app) == set()
+    with app.uow() as uow:
+        [pending] = uow.session.scalars(select(m.SenderConfirmation)).all()
+        assert (pending.unsubscribe, pending.learn_address) == (True, False)
+    assert contact_for_address_is_unchanged(app, "staff@hotmail.com")
+
+
+def contact_for_address_is_unchanged(app: App, address: str) -> bool:
+    with app.uow() as uow:
+        return contact_for_address(uow, address) is None
 
 
 def test_an_unsubscribe_request_stops_every_product(app: App, clock: FixedClock) -> None:

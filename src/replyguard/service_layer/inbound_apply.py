@@ -127,7 +127,7 @@ def _record(
     evidence: tuple[str, ...],
 ) -> Applied:
     lead_id = match.lead_ids[0]
-    sender = (c.bounce.recipient if c.bounce and c.bounce.recipient else c.from_address) or ""
+    sender = (_speaker_address(c) or c.from_address) or ""
     # Only soft bounces that speak about the recipient add up (bounce_policy.escalates): a
     # delay, a temporary failure or a problem of OUR sending never suppresses the address.
     counts = kind is ReplyKind.BOUNCE_SOFT and c.bounce is not None and c.bounce.counts_toward_hard
@@ -155,17 +155,21 @@ def _record(
             sender_confirmed=confirmed,
             references=tuple(r for r in (c.in_reply_to, *c.references) if r),
             bounce_reason=c.bounce.reason if c.bounce else None,
+            bounce_counts=counts if kind is ReplyKind.BOUNCE_SOFT else None,
         ),
         app.settings,
         app.failpoints,
     )
     if not confirmed and kind in _PERSON_KINDS:
-        learn = not match.sender_known and learnable(uow, c.from_address) is not None
+        # A complaint's From is the provider's: never an address of hers to learn.
+        learn = not match.sender_known and c.complaint is None and learnable(uow, c.from_address) is not None
         if learn or kind is ReplyKind.UNSUBSCRIBE:
             why = (
-                "a sender we do not know, in this lead's thread"
+                "a spam complaint that names her address but did not pass authentication"
+                if c.complaint is not None
+                else "a sender we do not know, in this lead's thread"
                 if not match.sender_known
-                else ("her address, but the message failed authentication")
+                else "her address, but the message failed authentication"
             )
             request_confirmation(
                 uow,
@@ -180,6 +184,16 @@ def _record(
             )
     row.status, row.lead_id = "matched", lead_id
     return Applied((lead_id,), evidence)
+
+
+def _speaker_address(c: Classification) -> str | None:
+    """The address a report is about: the one that bounced, or the one that complained (the
+    report's own From is the provider's)."""
+    if c.bounce is not None and c.bounce.recipient:
+        return c.bounce.recipient
+    if c.complaint is not None and c.complaint.recipient:
+        return c.complaint.recipient
+    return None
 
 
 def _hold_probable(

@@ -10,7 +10,10 @@
    the caller can hold her; a sender we do not know — the thread lead's reply, marked
    `sender_known=False`: it stops her, but teaches nothing and unsubscribes no one until a
    person confirms (service_layer/confirmations.py);
-3. the original message inside a bounce, or its failed recipient;
+3. the original message inside a bounce or a spam complaint, or the address that bounced or
+   complained (a complaint comes from the provider: its From is nobody's). A complaint tied
+   to a lead only by its address is a claim anyone could write: it stops her, and suppresses
+   her once a person confirms, unless the provider's mail passed authentication;
 4. any known address of a contact, case-insensitive, `+tag` tolerant;
 5. weaker evidence — a subject of ours (Re:/AW:/SV:/... stripped) or the same company
    domain — gives only a *probable* match: a person confirms.
@@ -125,7 +128,8 @@ def match_message(
         found = finder(uow, c, recipients)
         if found is not None:
             return found
-    return _probable(uow, c, subject)
+    complained = _by_complaint(uow, c, recipients, verdict)
+    return complained if complained is not None else _probable(uow, c, subject)
 
 
 def _by_own_mail(uow: UnitOfWork, c: Classification, verdict: Verdict) -> Match | None:
@@ -213,6 +217,23 @@ def _by_bounce(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Mat
         lead_id = _lead_for_address(uow, c.bounce.recipient, recipients)
         if lead_id is not None:
             return Match("matched", (lead_id,), ("match:bounce-recipient",))
+    return None
+
+
+def _by_complaint(
+    uow: UnitOfWork, c: Classification, recipients: list[str], verdict: Verdict
+) -> Match | None:
+    if c.complaint is None:
+        return None
+    for key in send_keys_in(c.complaint.original_message_id or ""):
+        lead_id = _lead_of_key(uow, key)
+        if lead_id is not None:
+            return Match("matched", (lead_id,), ("match:complaint-original",), in_thread=True)
+    if c.complaint.recipient:
+        lead_id = _lead_for_address(uow, c.complaint.recipient, recipients)
+        if lead_id is not None:
+            known = verdict is Verdict.PASS
+            return Match("matched", (lead_id,), ("match:complaint-recipient",), sender_known=known)
     return None
 
 

@@ -43,8 +43,10 @@ SOFT_BOUNCE_LIMIT = 3
 
 def soft_bounces_of(uow: UnitOfWork, address: str) -> int:
     """Soft bounces recorded for `address` so far that add up to a hard one, inbound or at send
-    time: only those whose reason speaks about the recipient (bounce_policy.escalates); rows
-    without a reason (send time, or recorded before reasons were stored) count."""
+    time: only those judged to count when they arrived (a permanent failure whose reason speaks
+    about the recipient: `BounceInfo.counts_toward_hard`), never a temporary one; rows without
+    that verdict count by their reason (bounce_policy.escalates), and rows without a reason
+    (send time, or recorded before reasons were stored) count."""
     if not address:
         return 0
     return int(
@@ -55,6 +57,7 @@ def soft_bounces_of(uow: UnitOfWork, address: str) -> int:
                 m.Reply.workspace_id == uow.workspace_id,
                 m.Reply.kind == ReplyKind.BOUNCE_SOFT,
                 m.Reply.from_address == address.lower(),
+                or_(m.Reply.bounce_counts.is_(True), m.Reply.bounce_counts.is_(None)),
                 or_(m.Reply.bounce_reason.is_(None), m.Reply.bounce_reason.in_(ESCALATING_REASONS)),
             )
         )
@@ -81,6 +84,7 @@ class IncomingReply:
     # person confirms (service_layer/confirmations.py).
     sender_confirmed: bool = True
     bounce_reason: str | None = None  # a bounce's reason in sisimai's taxonomy (bounce_reasons.py)
+    bounce_counts: bool | None = None  # a soft bounce: adds up toward a hard one (None: by reason)
 
 
 @dataclass
@@ -150,6 +154,7 @@ def record_reply(
         return_date=reply.return_date,
         evidence=list(reply.evidence),
         bounce_reason=reply.bounce_reason,
+        bounce_counts=reply.bounce_counts,
         source=reply.source,
         received_at=reply.received_at,
         recorded_at=now,

@@ -284,6 +284,8 @@ class Reply(Base):
     evidence: Mapped[list[str]] = mapped_column(JSON, default=list)
     # A bounce's reason in sisimai's taxonomy (domain/inbound/bounce_policy.py); None otherwise.
     bounce_reason: Mapped[str | None] = mapped_column(String(30))
+    # A soft bounce: does it add up toward a hard one (decided on arrival; None: by its reason).
+    bounce_counts: Mapped[bool | None] = mapped_column(Boolean)
     source: Mapped[str] = mapped_column(String(20))  # cli | inbound | api
     received_at: Mapped[datetime]
     recorded_at: Mapped[datetime]

@@ -147,7 +147,8 @@ class BounceInfo:
         }
 
 
-def _original_message_id(msg: Message, text: str) -> str | None:
+def original_message_id(msg: Message, text: str) -> str | None:
+    """The Message-ID of the message a report returns (attached, or as a header line in its text)."""
     for part in own_parts(msg):
         ctype = content_type(part)
         if ctype in {"message/rfc822", "message/global"}:
@@ -315,7 +316,7 @@ def detect_bounce(
         status=facts.status,
         action=report.action,
         recipient=report.recipient,
-        original_message_id=_original_message_id(msg, text),
+        original_message_id=original_message_id(msg, text),
         diagnostic=report.diagnosis[:1000] if failed else None,
         why=why[:200],
     )

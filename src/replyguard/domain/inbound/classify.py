@@ -22,6 +22,7 @@ from replyguard.domain.inbound.bounce import BounceInfo, detect_bounce
 from replyguard.domain.inbound.bounce_facts import facts_of
 from replyguard.domain.inbound.bounce_policy import verdict
 from replyguard.domain.inbound.bounce_reasons import reason_for
+from replyguard.domain.inbound.complaints import Complaint, complaint_of
 from replyguard.domain.inbound.mta import Report
 from replyguard.domain.inbound.notices import Notice, detect_notice
 from replyguard.domain.inbound.parse import (
@@ -58,6 +59,8 @@ class Classification:
     in_reply_to: str | None
     references: tuple[str, ...]
     date: datetime | None
+    #: A spam complaint's facts (which email, which address): what ties it to a lead.
+    complaint: Complaint | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object `replyguard inspect --json` prints."""
@@ -75,6 +78,7 @@ class Classification:
             "in_reply_to": self.in_reply_to,
             "references": list(self.references),
             "date": self.date.isoformat() if self.date else None,
+            "complaint": self.complaint.to_json() if self.complaint else None,
         }
 
 
@@ -195,6 +199,9 @@ def classify_message(msg: EmailMessage) -> Classification:
         else:
             evidence = ("default:human",)
     cuts = (*limits_of(msg), *body.cuts)
+    complained = kind is ReplyKind.UNSUBSCRIBE and any(
+        e.startswith(("arf:", "complaint:", "provider:ses:complaint")) for e in evidence
+    )
     return Classification(
         kind=kind,
         return_date=return_date,
@@ -209,4 +216,5 @@ def classify_message(msg: EmailMessage) -> Classification:
         in_reply_to=parent_id(message_ids_in(header(msg, "in-reply-to"))),
         references=thread_references(message_ids_in(header(msg, "references"))),
         date=sent,
+        complaint=complaint_of(msg, full) if complained else None,
     )

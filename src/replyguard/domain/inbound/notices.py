@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from email.message import Message
 
+from replyguard.domain.inbound.complaints import hotmail_recipient
 from replyguard.domain.inbound.parse import content_type, header, header_names, own_parts
 from replyguard.domain.inbound.unsubscribe import ARF_COMPLAINT_TYPES, arf_feedback_type
 
@@ -156,19 +157,6 @@ def detect_notice(msg: Message, subject: str, body: str, from_address: str | Non
     reporter = (from_address or "").lower().startswith(("staff@", "abuse@"))
     jmrp_text = reporter and bool(_JMRP.search(head) or _JMRP.search(subject))
     # Hotmail's JMRP puts X-HmXmrOriginalRecipient on the report or on the attached message.
-    if "x-hmxmroriginalrecipient" in names or jmrp_text or (reporter and complaint_recipient(msg)):
+    if "x-hmxmroriginalrecipient" in names or jmrp_text or (reporter and hotmail_recipient(msg)):
         return Notice("complaint", ("complaint:non-arf",))
-    return None
-
-
-def complaint_recipient(msg: Message) -> str | None:
-    """The complaining address a JMRP report names (on the report or the attached message)."""
-    for part in own_parts(msg):
-        value = header(part, "x-hmxmroriginalrecipient").strip("<> ")
-        if value:
-            return value
-        payload = part.get_payload() if content_type(part) == "message/rfc822" else None
-        inner = payload[0] if isinstance(payload, list) and payload else None
-        if isinstance(inner, Message) and header(inner, "x-hmxmroriginalrecipient"):
-            return header(inner, "x-hmxmroriginalrecipient").strip("<> ") or None
     return None

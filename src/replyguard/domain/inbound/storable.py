@@ -91,6 +91,15 @@ def storable_classification(c: Classification) -> Classification:
             status=optional("bounce-status", bounce.status, MAX_EVIDENCE),
             action=optional("bounce-action", bounce.action, MAX_EVIDENCE),
         )
+    complaint = c.complaint
+    if complaint is not None:
+        complaint = dataclasses.replace(
+            complaint,
+            recipient=address("complaint-recipient", complaint.recipient),
+            original_message_id=optional(
+                "complaint-message-id", complaint.original_message_id, MAX_MESSAGE_ID
+            ),
+        )
     cleaned = dataclasses.replace(
         c,
         reply_text=text("text", c.reply_text, MAX_TEXT),
@@ -101,6 +110,7 @@ def storable_classification(c: Classification) -> Classification:
         in_reply_to=optional("in-reply-to", c.in_reply_to, MAX_MESSAGE_ID),
         references=tuple(text("references", ref, MAX_MESSAGE_ID) for ref in c.references),
         bounce=bounce,
+        complaint=complaint,
         evidence=tuple(text("evidence", e, MAX_EVIDENCE) for e in c.evidence),
     )
     if not notes:
