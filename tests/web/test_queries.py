@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.exc import DBAPIError
 
 from replyguard.adapters.db import models as m
@@ -67,6 +67,37 @@ def test_the_queue_lists_each_state_soonest_first_and_pages(app: App) -> None:
     rows = [r for p in pages for r in p.items]
     assert [r.due_at for r in rows] == sorted(r.due_at for r in rows)
     assert len({r.step_id for r in rows}) == 21
+
+
+def test_the_held_queue_shows_the_steps_of_leads_that_wait(app: App, clock: FixedClock) -> None:
+    north, _ = two_campaigns_one_mailbox(app, leads_each=4)
+    reply(
+        app,
+        "north0@lead.test",
+        "North",
+        ReplyKind.OUT_OF_OFFICE,
+        back=(clock.now() + timedelta(days=9)).date(),
+    )
+    with app.uow() as uow:
+        uow.session.execute(
+            update(m.Lead)
+            .where(
+                m.Lead.id
+                == uow.session.scalar(select(m.Step.lead_id).where(m.Step.to_address == "north1@lead.test"))
+            )
+            .values(reply_state="held", hold_reason="a test")
+        )
+        uow.commit()
+    reply(app, "north2@lead.test", "North")  # replied: its steps are cancelled, not held
+    with app.uow() as uow:
+        detail = cq.campaign_detail(uow, north)
+        held = cq.campaign_queue(uow, north, "held")
+    assert detail.queue["held"] == 6 and list(detail.queue) == list(cq.QUEUE)
+    assert {(r.to_address, r.lead_state) for r in held.items} == {
+        ("north0@lead.test", "out_of_office"),
+        ("north1@lead.test", "held"),
+    }
+    assert [r.due_at for r in held.items] == sorted(r.due_at for r in held.items)
 
 
 def test_reply_activity_counts_each_kind_per_day(app: App, clock: FixedClock) -> None:

@@ -169,7 +169,11 @@ class Lead(Base):
     """A contact in one product's context. Holds THE reply state (invariant 1)."""
 
     __tablename__ = "leads"
-    __table_args__ = (UniqueConstraint("contact_id", "product_id"),)
+    __table_args__ = (
+        UniqueConstraint("contact_id", "product_id"),
+        # The few leads of a product that wait (held, away): the campaign page's "held" queue.
+        Index("ix_leads_product_state", "product_id", "reply_state"),
+    )
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
     contact_id: Mapped[int] = mapped_column(ForeignKey("contacts.id"))

@@ -5,16 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.schedule import load_zone, local_day
-from replyguard.domain.states import StepState
+from replyguard.domain.states import ReplyState, StepState
 from replyguard.service_layer.queries import NotFound, Page, bounds, paged
 from replyguard.service_layer.uow import UnitOfWork
 
 #: The queue as people read it. "sending" holds claimed steps too (a worker has them).
-QUEUE = ("scheduled", "awaiting_approval", "sending", "sent", "cancelled", "failed", "unknown")
+#: "held" is a view across "scheduled" and "awaiting_approval": the queued steps of leads that
+#: wait for a person (held) or for their return (out of office), which go nowhere until then.
+QUEUE = ("scheduled", "awaiting_approval", "held", "sending", "sent", "cancelled", "failed", "unknown")
 _STATES_OF = {
     "scheduled": (StepState.SCHEDULED,),
     "awaiting_approval": (StepState.AWAITING_APPROVAL,),
@@ -24,7 +26,9 @@ _STATES_OF = {
     "failed": (StepState.FAILED,),
     "unknown": (StepState.UNKNOWN,),
 }
-_UPCOMING = frozenset({"scheduled", "awaiting_approval", "sending"})
+_UPCOMING = frozenset({"scheduled", "awaiting_approval", "held", "sending"})
+_HELD_LEADS = (ReplyState.HELD, ReplyState.OUT_OF_OFFICE)
+_QUEUED = (StepState.SCHEDULED, StepState.AWAITING_APPROVAL)
 _USING_SLOT = (StepState.CLAIMED, StepState.SENDING, StepState.SENT, StepState.UNKNOWN)
 
 
@@ -188,6 +192,13 @@ def campaign_detail(uow: UnitOfWork, campaign_id: int) -> CampaignDetail:
     ):
         by_state[state] = by_state.get(state, 0) + n
     queue = {name: sum(by_state.get(s, 0) for s in states) for name, states in _STATES_OF.items()}
+    queue["held"] = (
+        uow.session.scalar(
+            select(func.count()).select_from(_held_steps(c.product_id, [t.id for t in templates]).subquery())
+        )
+        or 0
+    )
+    queue = {name: queue[name] for name in QUEUE}
     enrolled = uow.session.scalar(select(func.count()).where(m.Enrollment.campaign_id == c.id)) or 0
     return CampaignDetail(
         id=c.id,
@@ -222,10 +233,14 @@ def campaign_queue(
     page is merged from one short, ordered index read per range; a single query over all
     templates would sort every matching step (400,000 sent steps: half a second) first.
     """
-    if state not in _STATES_OF:
+    if state not in QUEUE:
         raise ValueError(f"unknown queue state {state!r}; use one of {', '.join(QUEUE)}")
     c = _campaign(uow, campaign_id)
     offset, limit = bounds(page, per_page)
+    if state == "held":
+        held = _held_steps(c.product_id, _template_ids(uow, c.id)).order_by(m.Step.due_at, m.Step.id)
+        rows = uow.session.execute(held.offset(offset).limit(limit))
+        return paged([_queue_row(step, lead_state) for step, lead_state in rows], page, per_page)
     upcoming = state in _UPCOMING
     keys: list[tuple[datetime, int]] = []
     for template_id in _template_ids(uow, c.id):
@@ -252,6 +267,21 @@ def campaign_queue(
     }
     items = [_queue_row(*found[i]) for i in wanted if i in found]
     return paged(items, page, per_page)
+
+
+def _held_steps(product_id: int, template_ids: list[int]) -> Select[m.Step, str]:
+    """Queued steps of the campaign whose lead waits (held, or away): few leads, found through
+    ix_leads_product_state, then their steps through ix_steps_lead_state."""
+    return (
+        select(m.Step, m.Lead.reply_state)
+        .join(m.Lead, m.Lead.id == m.Step.lead_id)
+        .where(
+            m.Lead.product_id == product_id,
+            m.Lead.reply_state.in_(_HELD_LEADS),
+            m.Step.campaign_step_id.in_(template_ids),
+            m.Step.state.in_(_QUEUED),
+        )
+    )
 
 
 def _queue_row(s: m.Step, lead_state: str) -> QueueRow:

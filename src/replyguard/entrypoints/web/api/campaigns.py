@@ -18,7 +18,9 @@ from replyguard.service_layer.campaigns import create_campaign
 from replyguard.service_layer.queries import campaigns as q
 from replyguard.service_layer.queries.charts import first_action, reply_activity
 
-QueueState = Literal["scheduled", "awaiting_approval", "sending", "sent", "cancelled", "failed", "unknown"]
+QueueState = Literal[
+    "scheduled", "awaiting_approval", "held", "sending", "sent", "cancelled", "failed", "unknown"
+]
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
@@ -54,7 +56,8 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         page: PageNumber = 1,
         per_page: PerPage = 50,
     ) -> object:
-        """The campaign's steps in one queue state ("sending" includes claimed steps)."""
+        """The campaign's steps in one queue state ("sending" includes claimed steps; "held": the
+        queued steps of leads that wait for a person or for their return)."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             return q.campaign_queue(uow, campaign_id, state, page=page, per_page=per_page)
 
