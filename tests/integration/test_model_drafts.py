@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 
+import pytest
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
@@ -15,6 +17,7 @@ from replyguard.service_layer.drafting import draft_pending
 from replyguard.service_layer.leads import find_lead
 from replyguard.service_layer.replies import IncomingReply, record_reply
 from replyguard.service_layer.thread_views import list_threads, thread_detail
+from replyguard.settings import ModelSettings
 from tests.support.http_receiver import ChatServer
 from tests.support.scenario import REPORTS, load_examples, run_days
 
@@ -75,3 +78,47 @@ def test_a_failing_model_changes_nothing_but_the_draft(app: App, clock: FixedClo
         assert after[key] == before[key], key
     with app.uow() as uow:
         assert uow.session.scalars(select(m.RescueThread.model_state)).one() == "failed"
+
+
+def test_a_model_that_does_not_answer_times_out_and_changes_nothing_but_the_draft(
+    app: App, clock: FixedClock
+) -> None:
+    load_examples(app)
+    run_days(app, clock, 1)
+    reply(app, PRIYA, REPORTS)
+    before = _thread(app)
+    with ChatServer(stall=True) as server:
+        # The endpoint never answers: the client's own timeout ends the wait, not the server.
+        assert draft_pending(app, ModelClient(server.url + "/v1", "small", None, timeout=0.5)) == 1
+        assert len(server.requests) == 1
+    after = _thread(app)
+    for key in ("intent", "recommended_next_step", "actions", "state", "lead_state", "draft"):
+        assert after[key] == before[key], key
+    with app.uow() as uow:
+        assert uow.session.scalars(select(m.RescueThread.model_state)).one() == "failed"
+
+
+def test_the_model_is_off_unless_a_url_is_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [n for n in os.environ if n.startswith("REPLYGUARD_MODEL")]:
+        monkeypatch.delenv(name)
+    assert ModelSettings.from_env().url is None and ModelSettings().url is None
+    monkeypatch.setenv("REPLYGUARD_MODEL_URL", "http://127.0.0.1:9/v1")
+    assert ModelSettings.from_env().url == "http://127.0.0.1:9/v1"
+
+
+def test_the_reply_transaction_never_reaches_the_model() -> None:
+    """No module the reply transaction is made of can call a model: the only caller of the
+    model client is the after-commit drafting service (read from the sources' imports)."""
+    from tests.unit.test_layers import PACKAGE, imports_of
+
+    callers = {
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        for _line, name in imports_of(path)
+        if name == "replyguard.adapters.model_client"
+    }
+    wiring = {"entrypoints/cli/threads_cmd.py", "entrypoints/cli/up_cmd.py", "entrypoints/cli/notify_cmd.py"}
+    assert callers <= {"service_layer/drafting.py", *wiring}, callers
+    for module in ("replies", "inbound_apply", "ingest", "threads", "notices", "thread_context"):
+        imported = {name for _l, name in imports_of(PACKAGE / "service_layer" / f"{module}.py")}
+        assert "replyguard.service_layer.drafting" not in imported, module

@@ -82,14 +82,18 @@ def _sent_subjects(app: App, email: str, product: str) -> list[str]:
         )
 
 
+@pytest.mark.parametrize("point", ["inside_reply_tx", "after_reply_handover"])
 def test_an_ingested_reply_commits_with_its_thread_and_notice_or_not_at_all(
-    app: App, clock: FixedClock
+    app: App, clock: FixedClock, point: str
 ) -> None:
+    # A crash right after the reply row, and one after its thread and notice were written:
+    # either way nothing of the three (nor the cancellation) is left.
     load_examples(app)
     run_days(app, clock, 1)
     mid, subject = _first(app, PRIYA)
     raw = _mail(PRIYA, f"Re: {subject}", "Yes, let's talk. Thursday at 10?\n", clock, in_reply_to=mid)
-    app.failpoints.arm("inside_reply_tx", crash)
+    queued = step_counts(app, PRIYA, REPORTS)
+    app.failpoints.arm(point, crash)
     with pytest.raises(InjectedCrash):
         ingest_raw(app, raw, "test")
     app.failpoints.disarm()
@@ -99,7 +103,7 @@ def test_an_ingested_reply_commits_with_its_thread_and_notice_or_not_at_all(
             for t in (m.Reply, m.RescueThread, m.Notice)
         ]
     assert counts == [0, 0, 0]
-    assert lead_state(app, PRIYA, REPORTS) == "active"
+    assert lead_state(app, PRIYA, REPORTS) == "active" and step_counts(app, PRIYA, REPORTS) == queued
     ingest_raw(app, raw, "test")  # the stored message is processed again: one effect
     with app.uow() as uow:
         thread = uow.session.scalars(select(m.RescueThread)).one()

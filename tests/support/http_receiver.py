@@ -111,6 +111,12 @@ class WebhookReceiver(LoopbackServer):
 
         super().__init__(respond)
 
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.released.set()
+        super().__exit__(exc_type, exc, tb)
+
 
 def _signed(key: bytes, received: Received) -> bool:
     """Standard Webhooks v1: base64(HMAC-SHA256(key, "{id}.{timestamp}.{body}")), one of the
@@ -128,10 +134,15 @@ def _signed(key: bytes, received: Received) -> bool:
 class ChatServer(LoopbackServer):
     """An OpenAI-compatible `/v1/chat/completions` that answers `reply` (or fails with `status`)."""
 
-    def __init__(self, reply: str = "", status: int = 200) -> None:
+    def __init__(self, reply: str = "", status: int = 200, *, stall: bool = False) -> None:
         self.reply, self.status = reply, status
+        #: `stall`: every answer waits until the server is closed (an endpoint that hangs).
+        self.released = threading.Event()
+        if not stall:
+            self.released.set()
 
         def respond(received: Received) -> tuple[int, bytes]:
+            self.released.wait()
             if received.path != "/v1/chat/completions":
                 return 404, b"{}"
             if self.status != 200:

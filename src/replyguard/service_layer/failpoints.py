@@ -24,6 +24,7 @@ NAMES = (
     "after_transport",
     "before_record_commit",
     "inside_reply_tx",
+    "after_reply_handover",  # the reply's thread and notice are written; nothing is committed
     "after_notice_sent",  # a notice reached its channel; its delivery is not recorded yet
 )
 

@@ -180,6 +180,8 @@ def record_reply(
     # The hand-off: a rescue thread and its notice (the outbox entry) for every lead that now
     # waits for a person, in this same transaction.
     _hand_over(uow, row, reply, waiting, outcome, settings)
+    if failpoints is not None:
+        failpoints.hit("after_reply_handover")
     return outcome
 
 
