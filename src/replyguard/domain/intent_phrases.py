@@ -26,13 +26,35 @@ UNSUBSCRIBE = _family(
             r"\babmelden\b|\baustragen\b|\bkeine (?:e-?mails|"
             r"mails|nachrichten) mehr\b|\bentfernen sie mich\b",
         ),
-        ("fr", r"\bdésabonne|\bdésinscri|\bretirez[- ]moi\b|\bne plus recevoir\b|\bne m'écrivez plus\b"),
-        ("es", r"\bdar(?:me)? de baja\b|\belimíname\b|\bno me (?:escriba|escribas|contacte)\b"),
-        ("nl", r"\bafmelden\b|\buitschrijven\b|\bverwijder (?:mij|me)\b|\bgeen (?:e-?mails|mails) meer\b"),
-        ("it", r"\bcancellami\b|\bdisiscriv|\brimuovetemi\b|\bnon (?:scrivermi|contattatemi)\b"),
+        (
+            "fr",
+            r"\bdésabonne|\bdésinscri|\bretirez[- ]moi\b|\bsupprimez[- ]moi\b|\bne plus recevoir\b|"
+            r"\bne m'écrivez plus\b|"
+            r"\bme (?:retirer|supprimer|rayer) de (?:votre|vos|la|cette) (?:liste|fichier)",
+        ),
+        (
+            "es",
+            r"\bdar(?:me)? de baja\b|\b(?:elimín|bórr|quít|sáq)(?:a|e|en)me\b|"
+            r"\bno me (?:escriba|escribas|contacte)\b|"
+            r"\b(?:elimin|borr|quit|sac)\w* de (?:su|tu|la|vuestra) lista\b",
+        ),
+        (
+            "nl",
+            r"\bafmelden\b|\buitschrijven\b|\bverwijder (?:mij|me)\b|\bgeen (?:e-?mails|mails) meer\b|"
+            r"\bhaal (?:mij|me)\b[^.!?\n]{0,30}\b(?:van|uit) (?:uw|jullie|je|de) (?:mailing|verzend)?lijst\b",
+        ),
+        (
+            "it",
+            r"\bcancella(?:mi|temi|rmi)\b|\bdisiscriv|\brimuove(?:temi|rmi)\b|\btoglie(?:temi|rmi)\b|"
+            r"\bnon (?:scrivermi|contattatemi)\b",
+        ),
         ("pt", r"\bdescadastr|\bremova-me\b|\bremover-me\b|\bnão me (?:envie|contacte|escreva)\b"),
         ("sv", r"\bavregistrera\b|\bavsluta prenumeration\b|\bta bort mig\b|\bsluta (?:mejla|maila)\b"),
-        ("pl", r"\bwypisz mnie\b|\bwypisać\b|\busuńcie mnie\b|\bproszę (?:do mnie )?nie pisać\b"),
+        (
+            "pl",
+            r"\bwypisz(?:cie)? mnie\b|\bwypisać\b|\busuń(?:cie)? mnie\b|\busunąć mnie\b|"
+            r"\bproszę (?:do mnie )?nie pisać\b",
+        ),
     ]
 )
 
@@ -185,7 +207,7 @@ INTERESTED = _family(
         ),
         (
             "fr",
-            r"\bintéressée?\b|\bvolontiers\b|\bavec plaisir\b|"
+            r"\bintéressée?\b|\bm'intéresse\b|\bvolontiers\b|\bavec plaisir\b|\bappelez[- ]moi\b|"
             r"\brendez-vous\b|\bun appel\b|\béchanger\b|\bdisponible\b",
         ),
         ("es", r"\bme interesa\b|\binteresad[oa]\b|\breunión\b|\bllamada\b|\bhablemos\b|\bcon gusto\b"),
