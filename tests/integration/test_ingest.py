@@ -18,6 +18,7 @@ from replyguard.adapters.mail_files import iter_messages
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.message_ids import unsubscribe_token
+from replyguard.domain.next_step import ThreadKind
 from replyguard.service_layer.confirmations import confirm_sender
 from replyguard.service_layer.ingest import ingest_raw
 from replyguard.service_layer.leads import contact_for_address, find_lead
@@ -464,4 +465,30 @@ def test_a_left_the_company_notice_holds_the_lead_and_names_the_new_contact(
     assert lead_state(app, MARC, REPORTS) == "held"
     with app.uow() as uow:
         payload = uow.session.scalars(select(m.Notice.payload)).one()
+        thread = uow.session.execute(
+            select(m.RescueThread.kind, m.RescueThread.state, m.RescueThread.next_step)
+        ).one()
     assert payload["new_contact"] == "vera.brandt@brightline-logistics.test"
+    assert (thread.kind, thread.state) == ("left_company", "open")
+    assert "vera.brandt@brightline-logistics.test" in thread.next_step
+
+
+def test_an_absence_past_the_pause_limit_opens_a_thread_for_a_person(app: App, clock: FixedClock) -> None:
+    _sent_day(app, clock)
+    mid, subject, _ = _first_sent(app, MARC, REPORTS)
+    back = (clock.now() + timedelta(days=120)).date()  # the default limit is 60 days
+    notice = _mail(
+        MARC,
+        f"Out of office: {subject}",
+        f"I am on parental leave until {back:%d %B %Y} and will not read email.\n",
+        in_reply_to=mid,
+        headers={"Auto-Submitted": "auto-replied", "X-Autoreply": "yes"},
+        when=clock,
+    )
+    result = ingest_raw(app, notice, "test")
+    assert result.kind == "out_of_office", result.evidence
+    assert lead_state(app, MARC, REPORTS) == "held"
+    with app.uow() as uow:
+        threads = uow.session.execute(select(m.RescueThread.kind, m.RescueThread.state)).all()
+    # One thread per product of hers that now waits for a person (the absence is hers).
+    assert threads and {tuple(t) for t in threads} == {(ThreadKind.LONG_ABSENCE.value, "open")}

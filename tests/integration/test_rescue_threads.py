@@ -353,3 +353,50 @@ def test_an_unknown_outcome_that_went_out_is_marked_sent_and_the_sequence_goes_o
     assert result.lead_state == "active" and result.planned  # type: ignore[attr-defined]
     assert step_counts(app, email, product).get("unknown") is None
     assert step_counts(app, email, product)["sent"] == 1
+
+
+def test_a_reply_written_without_seeing_our_latest_email_is_crossed(app: App, clock: FixedClock) -> None:
+    # Our second email went out ten minutes before their reply, which answers the first: they
+    # wrote without seeing it, and the person is told to apologise for it.
+    load_examples(app)
+    run_days(app, clock, 6)
+    first, subject = _first(app, PRIYA)
+    with app.uow() as uow:
+        lead = find_lead(uow, PRIYA, REPORTS)
+        second = uow.session.scalars(
+            select(m.Step.sent_at).where(m.Step.lead_id == lead.id, m.Step.position == 2)
+        ).one()
+    assert second is not None
+    clock.set(second + timedelta(minutes=10))
+    ingest_raw(
+        app, _mail(PRIYA, f"Re: {subject}", "Yes, interested. Call me?\n", clock, in_reply_to=first), "t"
+    )
+    [thread] = _threads(app)
+    assert thread["crossed"] is True
+    assert str(thread["recommended_next_step"]).startswith("Apologise: our follow-up crossed their reply.")
+
+
+def test_an_unknown_outcome_a_person_marks_not_sent_is_dropped_and_the_rest_goes_on(
+    app: App, clock: FixedClock
+) -> None:
+    load_examples(app)
+    with RecordingSmtpServer(behaviour=Behaviour.DROP_MID_DATA) as server:
+        app.use_transport(SmtpTransport(server.url(timeout=5)))
+        run_days(app, clock, 1)
+        thread = next(t for t in _threads(app) if t["kind"] == "unknown_outcome")
+        email, product = str(thread["lead"]), str(thread["product"])
+        server.behaviour = Behaviour.ACCEPT
+        result = _decide(app, int(thread["id"]), "not_sent")  # type: ignore[call-overload]
+        assert result.lead_state == "active"  # type: ignore[attr-defined]
+        counts = step_counts(app, email, product)
+        assert counts.get("unknown") is None and counts.get("skipped") == 1  # dropped, not resent
+        run_days(app, clock, 8, step=timedelta(hours=6))
+        mine = [msg for msg in server.accepted() if msg.rcpt_tos == (email,)]
+    # The dropped first email is never sent again; the next ones go out, none threaded on it.
+    with app.uow() as uow:
+        lead = find_lead(uow, email, product)
+        dropped = uow.session.scalars(
+            select(m.Step.message_id).where(m.Step.lead_id == lead.id, m.Step.position == 1)
+        ).one()
+    assert mine and all(dropped not in (msg.message().get("References") or "") for msg in mine)
+    assert all(msg.message()["Message-ID"] != dropped for msg in mine)
