@@ -26,7 +26,7 @@ from replyguard.settings import NotifySettings, Settings
 from tests.integration.audit_support import CANARY, PRIYA, live_workspace
 from tests.integration.test_worker_guard import ScriptedTransport
 from tests.support.imap_server import DovecotServer, dovecot_or_skip
-from tests.support.scenario import PILOT, Q1, load_examples, simple_workspace
+from tests.support.scenario import PILOT, Q1, load_examples, run_days, simple_workspace
 
 SMTP_SETUP = Setup(
     Settings(public_url="https://rg.ours.test"), NotifySettings(), None, "smtp://relay.ours.test:587"
@@ -178,6 +178,24 @@ def test_decisions_waiting_more_than_a_day_fail(app: App, clock: FixedClock) -> 
     clock.advance(timedelta(hours=25))
     row = checks(app)["waiting_decisions"]
     assert row.status is Status.FAIL and row.evidence["unknown_outcomes"] == 1
+
+
+def test_probable_replies_waiting_more_than_a_day_fail(app: App, clock: FixedClock) -> None:
+    load_examples(app)
+    run_days(app, clock, 1)
+    with app.uow() as uow:
+        subject = uow.session.scalars(select(m.Step.subject).where(m.Step.state == "sent")).first()
+    colleague = (
+        "From: Sam Ruiz <sam.ruiz@fernhollow.test>\r\nTo: dana@northwind-analytics.test\r\n"
+        f"Subject: Re: {subject}\r\nMessage-ID: <colleague-1@fernhollow.test>\r\n\r\n"
+        "Priya forwarded this to me. Tell me more about the pricing.\r\n"
+    ).encode()
+    assert ingest_raw(app, colleague, "test").status == "probable"
+    assert checks(app)["waiting_decisions"].status is Status.PASS
+    clock.advance(timedelta(hours=25))
+    row = checks(app)["waiting_decisions"]
+    assert row.status is Status.FAIL and row.evidence["probable_replies"] == 1
+    assert any("probable replies unconfirmed" in d for d in row.details)
 
 
 def test_overdue_steps_and_missing_canaries_are_warnings(app: App, clock: FixedClock) -> None:
