@@ -92,6 +92,31 @@ def test_a_full_mailbox_is_a_soft_bounce_and_the_third_counts_as_hard(app: App, 
     assert kinds == ["bounce_soft", "bounce_soft", "bounce_hard"]
 
 
+def test_refusals_of_the_address_after_data_are_bounces_too(app: App, clock: FixedClock) -> None:
+    # Servers that check recipients only at the end of DATA: an unknown user there is a hard
+    # bounce like one at RCPT, a full mailbox a soft one (tried again a day later).
+    setup(app, campaign_file("C"), [ANN, BOB])
+    enroll_all(app, "C")
+    clock.advance(MONDAY_10)
+    late = {ANN["email"]: Behaviour.UNKNOWN_USER_END, BOB["email"]: Behaviour.MAILBOX_FULL_END}
+    with RecordingSmtpServer(by_recipient=late.get) as server:
+        _hours(app, clock, _smtp(server), days=1)
+        refused = list(server.transactions)
+    assert sorted(refused) == sorted([Behaviour.UNKNOWN_USER_END, Behaviour.MAILBOX_FULL_END])
+    assert lead_state(app, ANN["email"], "P") == "bounced"
+    assert lead_state(app, BOB["email"], "P") == "active"
+    bob_first = steps_of(app, BOB["email"])[0]
+    assert bob_first.state == "scheduled" and bob_first.due_at - clock.now() > timedelta(hours=-1)
+    with app.uow() as uow:
+        suppressed = uow.session.scalars(select(m.Suppression.address)).all()
+        kinds = {
+            row.from_address: row.kind
+            for row in uow.session.execute(select(m.Reply.from_address, m.Reply.kind))
+        }
+    assert suppressed == [ANN["email"]]
+    assert kinds == {ANN["email"]: "bounce_hard", BOB["email"]: "bounce_soft"}
+
+
 def test_a_refused_sender_pauses_the_mailbox_and_tells_its_owner(app: App, clock: FixedClock) -> None:
     setup(app, campaign_file("C"), [ANN, BOB])
     enroll_all(app, "C")

@@ -54,6 +54,7 @@ class Behaviour(enum.StrEnum):
     HANG_ON_QUIT = "hang_on_quit"  # accept with 250, then never answer QUIT
     MAILBOX_FULL_RCPT = "mailbox_full_rcpt"  # 452 4.2.2 to RCPT TO
     MAILBOX_FULL_END = "mailbox_full_end"  # 552 5.2.2 after the final dot
+    UNKNOWN_USER_END = "unknown_user_end"  # 550 5.1.1 after the final dot (recipients checked late)
     REJECT_SENDER = "reject_sender"  # 550 5.7.1 to MAIL FROM: our sender is refused
     RELAY_DENIED = "relay_denied"  # 554 5.7.1 relay access denied to RCPT TO
     SLOW_ACCEPT = "slow_accept"  # answers MAIL FROM after `slow_delay` seconds, then accepts
@@ -220,6 +221,8 @@ class _Handler:
             return "550 5.7.1 Content rejected (test server)"
         if behaviour is Behaviour.MAILBOX_FULL_END:
             return "552 5.2.2 Mailbox full (test server)"
+        if behaviour is Behaviour.UNKNOWN_USER_END:
+            return "550 5.1.1 Recipient address rejected: User unknown in virtual mailbox table (test server)"
         received = self.owner._record(server, envelope, behaviour)
         if behaviour is Behaviour.HANG_AFTER_ACCEPT:
             await asyncio.Event().wait()
