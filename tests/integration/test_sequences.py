@@ -435,3 +435,26 @@ def test_defaults_and_conditionals_enrol_leads_without_the_field_and_failures_sk
     Worker(app, transport).run_once()
     [sent] = transport.sent
     assert (sent.email.subject, sent.email.body) == ("Hello Bo", "As CFO: hi.")
+
+
+def test_a_reimport_that_no_longer_fills_a_template_holds_the_lead_and_sends_nothing_stale(
+    app: App, clock: FixedClock
+) -> None:
+    # Step 2 needs a short first name; the corrected file makes it far too long to render. The
+    # queued emails keep nothing of the old data going out: the lead waits for a person.
+    steps = steps_toml(
+        ("0d", "Hello {{ first_name }}", "Hi.", False), ("1d", None, "{{ first_name * 2000 }}", False)
+    )
+    setup(app, campaign_file("C", steps=steps), [{"email": "bo@corp.test", "first_name": "Bo"}])
+    enroll_all(app, "C")
+    clock.advance(MONDAY_10)
+    transport = RecordingTransport(clock)
+    Worker(app, transport).run_once()
+    with app.uow() as uow:
+        import_leads(uow, "P", list(read_leads(csv_of([{"email": "bo@corp.test", "first_name": "W" * 150}]))))
+        uow.commit()
+    assert lead_state(app, "bo@corp.test", "P") == "held"
+    [told] = notices(app, "render_failed")
+    assert "first_name" in str(told.payload) or "template" in str(told.payload)
+    _run(app, clock, transport, days=4)
+    assert len(transport.sent) == 1  # only the first email, sent before the change

@@ -108,7 +108,11 @@ def open_thread_on(
     conn: Connection, *, workspace_id: int, now: datetime, lead_id: int, handoff: Handoff, settings: Settings
 ) -> ThreadRef:
     """`open_thread` for Core code that holds a `Connection` in a transaction (the worker)."""
-    with Session(bind=conn, expire_on_commit=False) as session:
+    # rollback_only: the caller's transaction is joined as it is, savepoint or not, and closing
+    # this session leaves it alone. (The default would open a SAVEPOINT of its own when the
+    # caller is inside one — a lead import's row — and roll it back on close: a lead held,
+    # and no thread or notice to say so.)
+    with Session(bind=conn, expire_on_commit=False, join_transaction_mode="rollback_only") as session:
         ref = open_thread(
             session, workspace_id=workspace_id, now=now, lead_id=lead_id, handoff=handoff, settings=settings
         )
