@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import Connection, and_, bindparam, exists, func, select, update
 
 from replyguard.domain.schedule import SendWindow, Wait, load_zone, local_day, next_day_start, plan_due
-from replyguard.domain.states import LETS_NEXT_GO, ReplyState, StepState
+from replyguard.domain.states import LETS_NEXT_GO, EnrollmentState, ReplyState, StepState, step_move
 from replyguard.service_layer.worker_base import (
     _USING_SLOT,
     CS,
@@ -37,6 +37,7 @@ from replyguard.service_layer.worker_base import (
     L,
     S,
     WorkerReport,
+    in_states,
 )
 from replyguard.service_layer.worker_context import WorkerContext
 
@@ -86,7 +87,7 @@ class Claimer:
                     S.c.state == StepState.SCHEDULED,
                     S.c.due_at <= now,
                     L.c.reply_state == ReplyState.ACTIVE,
-                    E.c.state == "active",
+                    E.c.state == EnrollmentState.ACTIVE,
                     C.c.status == "active",
                     MB.c.status == "active",
                     ~exists().where(
@@ -146,9 +147,10 @@ class Claimer:
                 )
             if claims:
                 lease_until = now + ctx.app.settings.lease
+                claimable = step_move(StepState.SCHEDULED, StepState.CLAIMED)
                 conn.execute(
                     update(S)
-                    .where(S.c.id == bindparam("sid"), S.c.state == StepState.SCHEDULED)
+                    .where(S.c.id == bindparam("sid"), in_states(S.c.state, claimable))
                     .values(
                         state=StepState.CLAIMED,
                         claim_token=bindparam("tok"),

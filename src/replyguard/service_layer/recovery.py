@@ -9,9 +9,9 @@ from typing import Any
 from sqlalchemy import Connection, and_, select, update
 
 from replyguard.adapters.transports.base import Probe
-from replyguard.domain.states import ReplyState, StepState
+from replyguard.domain.states import ReplyState, StepState, reply_move
 from replyguard.service_layer.holds import tell_crossed_send
-from replyguard.service_layer.worker_base import OUT, L, S
+from replyguard.service_layer.worker_base import OUT, Fence, L, S, in_states
 from replyguard.service_layer.worker_context import WorkerContext
 
 log = logging.getLogger(__name__)
@@ -52,12 +52,12 @@ class Recovery:
                 ).one()
                 if step.lease_until is None or step.lease_until >= now:
                     continue
-                fenced = and_(S.c.id == row.id, S.c.claim_token == step.claim_token, S.c.state == step.state)
                 recovered += 1
                 if step.state == StepState.CLAIMED:
+                    fence = Fence(row.id, step.claim_token, StepState.CLAIMED)
                     conn.execute(
                         update(S)
-                        .where(fenced)
+                        .where(fence.to(StepState.SCHEDULED))
                         .values(
                             state=StepState.SCHEDULED,
                             claim_token=None,
@@ -68,6 +68,8 @@ class Recovery:
                     )
                     ctx.event(conn, "claim_expired", row.lead_id, row.id)
                     continue
+                # Not a `Fence`: the state read here is not always SENDING (see `_reconcile`).
+                fenced = and_(S.c.id == row.id, S.c.claim_token == step.claim_token, S.c.state == step.state)
                 self._reconcile(conn, row.id, row.lead_id, fenced, step.cancel_requested, now)
         return recovered
 
@@ -80,6 +82,13 @@ class Recovery:
         cancel_requested: bool,
         now: datetime,
     ) -> None:
+        """Ask the transport what became of a send whose worker stopped; write what it proves.
+
+        `fenced` is the step as `recover` read it under the lead lock: SENDING, but for one
+        race, which is why these writes are not built with `step_move`. A reply (or a stop)
+        that cancels a CLAIMED step whose lease had expired, between the scan in `recover` and
+        the lead lock, leaves it CANCELLED with its lease, and it arrives here; each move below
+        would then start from CANCELLED, which the state table does not allow."""
         ctx = self.ctx
         probe = ctx.transport.probe(ctx.email(conn, step_id)) if ctx.transport.can_probe else Probe.UNKNOWN
         if probe is Probe.SENT:
@@ -152,7 +161,7 @@ class Recovery:
                     update(L)
                     .where(
                         L.c.id == lead_id,
-                        L.c.reply_state == ReplyState.OUT_OF_OFFICE,
+                        in_states(L.c.reply_state, reply_move(ReplyState.OUT_OF_OFFICE, ReplyState.ACTIVE)),
                         L.c.paused_until <= now,
                     )
                     .values(reply_state=ReplyState.ACTIVE, reply_state_updated_at=now)

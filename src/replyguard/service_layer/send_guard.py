@@ -23,7 +23,7 @@ from replyguard.adapters.transports.base import Delivery, Outcome
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.send_policy import SendCheck, Stale, hand_over_deferral, recheck
 from replyguard.domain.smtp_answers import Blame
-from replyguard.domain.states import CANCELLABLE, StepState
+from replyguard.domain.states import CANCELLABLE, EnrollmentState, StepState, check_step_move, step_move
 from replyguard.service_layer.failpoints import InjectedCrash
 from replyguard.service_layer.send_record import Recorder
 from replyguard.service_layer.worker_base import (
@@ -31,10 +31,12 @@ from replyguard.service_layer.worker_base import (
     OUT,
     Claim,
     E,
+    Fence,
     Handed,
     S,
     WorkerReport,
     _count,
+    in_states,
 )
 from replyguard.service_layer.worker_context import WorkerContext
 
@@ -270,6 +272,9 @@ class SendGuard:
                     "due_at": max(now, lead.paused_until or now),
                     "send_day": None,
                 }
+            # `recheck` refuses only a step it read CLAIMED under our token. The WHERE below
+            # stays fenced on the token alone, as it always was; the move is checked here.
+            check_step_move(StepState(row.state), values["state"])
             conn.execute(
                 update(S)
                 .where(S.c.id == claim.step_id, S.c.claim_token == claim.token)
@@ -297,11 +302,10 @@ class SendGuard:
             if later is None:
                 keep.append(claim)
                 continue
+            fence = Fence(claim.step_id, claim.token, StepState.CLAIMED)
             conn.execute(
                 update(S)
-                .where(
-                    S.c.id == claim.step_id, S.c.claim_token == claim.token, S.c.state == StepState.CLAIMED
-                )
+                .where(fence.to(StepState.SCHEDULED))
                 .values(
                     state=StepState.SCHEDULED,
                     due_at=later,
@@ -320,13 +324,18 @@ class SendGuard:
         ctx = self.ctx
         conn.execute(
             update(S)
-            .where(S.c.enrollment_id == enrollment_id, S.c.state.in_(list(CANCELLABLE)))
+            .where(
+                S.c.enrollment_id == enrollment_id,
+                in_states(S.c.state, step_move(CANCELLABLE, StepState.CANCELLED)),
+            )
             .values(
                 state=StepState.CANCELLED, cancel_reason="refused", claim_token=None, updated_at=ctx.now()
             )
         )
         conn.execute(
-            update(E).where(E.c.id == enrollment_id, E.c.state == "active").values(state="cancelled")
+            update(E)
+            .where(E.c.id == enrollment_id, E.c.state == EnrollmentState.ACTIVE)
+            .values(state=EnrollmentState.CANCELLED)
         )
         ctx.event(conn, "enrollment_ended", None, None, enrollment_id=enrollment_id, reason=reason)
 
@@ -343,7 +352,7 @@ class SendGuard:
                 .where(
                     S.c.id.in_([c.step_id for c, _ in go]),
                     S.c.claim_token.in_([c.token for c, _ in go]),
-                    S.c.state == StepState.CLAIMED,
+                    in_states(S.c.state, step_move(StepState.CLAIMED, StepState.SENDING)),
                 )
                 .values(
                     state=StepState.SENDING,

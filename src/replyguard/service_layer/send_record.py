@@ -21,13 +21,13 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, select, update
+from sqlalchemy import Connection, bindparam, select, update
 
 from replyguard.adapters.transports.base import Outcome
 from replyguard.domain.schedule import Wait, load_zone, plan_due
 from replyguard.domain.send_policy import Next, after_refusal, backoff
 from replyguard.domain.smtp_answers import Blame
-from replyguard.domain.states import StepState
+from replyguard.domain.states import StepState, step_move
 from replyguard.service_layer.holds import hold_for_person, tell_crossed_send
 from replyguard.service_layer.mailboxes import pause_mailbox
 from replyguard.service_layer.replies import SOFT_BOUNCE_LIMIT
@@ -41,9 +41,11 @@ from replyguard.service_layer.worker_base import (
     C,
     Claim,
     E,
+    Fence,
     Handed,
     L,
     S,
+    in_states,
 )
 from replyguard.service_layer.worker_context import WorkerContext
 
@@ -84,7 +86,7 @@ class Recorder:
                 .where(
                     S.c.id.in_([c.step_id for c, _ in accepted]),
                     S.c.claim_token.in_([c.token for c, _ in accepted]),
-                    S.c.state == StepState.SENDING,
+                    in_states(S.c.state, step_move(StepState.SENDING, StepState.SENT)),
                 )
                 .values(
                     state=StepState.SENT,
@@ -144,20 +146,18 @@ class Recorder:
     def _record(self, conn: Connection, claim: Claim, handed: Handed) -> str:
         """A result other than acceptance (those are written together by `record_many`)."""
         ctx = self.ctx
-        fenced = and_(S.c.id == claim.step_id, S.c.claim_token == claim.token, S.c.state == StepState.SENDING)
+        fence = Fence(claim.step_id, claim.token, StepState.SENDING)
         delivery = handed.delivery
         step = conn.execute(
             select(S.c.attempts, S.c.cancel_requested, S.c.to_address, S.c.position, S.c.mailbox_id).where(
-                fenced
+                fence.where()
             )
         ).one_or_none()
         if step is None:
             return self._late(conn, claim, handed)
         if handed.deferred_to is not None:
             # Not handed over at all: back to the queue, and the attempt does not count.
-            self._requeue(
-                conn, fenced, claim, handed.deferred_to, delivery.detail, attempts=step.attempts - 1
-            )
+            self._requeue(conn, fence, claim, handed.deferred_to, delivery.detail, attempts=step.attempts - 1)
             ctx.event(
                 conn,
                 "send_deferred",
@@ -169,7 +169,7 @@ class Recorder:
             return "deferred"
         if handed.aborted and step.cancel_requested:
             # Our last check saw the reply's cancel request: refused at the last moment.
-            self._finish(conn, fenced, claim, StepState.CANCELLED, delivery.detail)
+            self._finish(conn, fence, claim, StepState.CANCELLED, delivery.detail)
             ctx.event(
                 conn,
                 "send_refused",
@@ -181,7 +181,12 @@ class Recorder:
             return "refused"
         if delivery.outcome is Outcome.UNKNOWN:
             ctx.unknown(
-                conn, claim.step_id, claim.lead_id, fenced, delivery.detail, hold=not step.cancel_requested
+                conn,
+                claim.step_id,
+                claim.lead_id,
+                fence.to(StepState.UNKNOWN),
+                delivery.detail,
+                hold=not step.cancel_requested,
             )
             return "unknown"
         blame = Blame.NONE if handed.aborted else delivery.blame
@@ -195,14 +200,14 @@ class Recorder:
             soft_bounces=earlier,
             soft_bounce_limit=SOFT_BOUNCE_LIMIT,
         )
-        return self._apply(conn, claim, step, fenced, delivery.detail, decision, blame)
+        return self._apply(conn, claim, step, fence, delivery.detail, decision, blame)
 
     def _apply(
         self,
         conn: Connection,
         claim: Claim,
         step: Any,
-        fenced: Any,
+        fence: Fence,
         detail: str,
         decision: Next,
         blame: Blame,
@@ -211,7 +216,7 @@ class Recorder:
         now = ctx.now()
         if decision is Next.RETRY:
             delay = backoff(step.attempts, ctx.app.settings.retry_base, ctx.app.settings.retry_cap)
-            self._requeue(conn, fenced, claim, now + delay, detail)
+            self._requeue(conn, fence, claim, now + delay, detail)
             ctx.event(
                 conn,
                 "send_retry_scheduled",
@@ -222,13 +227,13 @@ class Recorder:
             )
             return "retried"
         if decision is Next.SOFT_BOUNCE:
-            self._requeue(conn, fenced, claim, now + SOFT_BOUNCE_RETRY, detail)
+            self._requeue(conn, fence, claim, now + SOFT_BOUNCE_RETRY, detail)
             record_send_bounce(
                 conn, ctx.app, lead_id=claim.lead_id, address=step.to_address, hard=False, detail=detail
             )
             return "retried"
         if decision is Next.PAUSE_MAILBOX:
-            self._requeue(conn, fenced, claim, now, detail, attempts=step.attempts - 1)
+            self._requeue(conn, fence, claim, now, detail, attempts=step.attempts - 1)
             pause_mailbox(
                 conn,
                 workspace_id=ctx.ws,
@@ -239,10 +244,10 @@ class Recorder:
             )
             return "paused"
         if decision is Next.CANCEL:
-            self._finish(conn, fenced, claim, StepState.CANCELLED, detail)
+            self._finish(conn, fence, claim, StepState.CANCELLED, detail)
             ctx.event(conn, "send_cancelled", claim.lead_id, claim.step_id, detail=detail)
             return "refused"
-        self._finish(conn, fenced, claim, StepState.FAILED, detail)
+        self._finish(conn, fence, claim, StepState.FAILED, detail)
         ctx.event(
             conn,
             "step_failed",
@@ -279,7 +284,7 @@ class Recorder:
     def _requeue(
         self,
         conn: Connection,
-        fenced: Any,
+        fence: Fence,
         claim: Claim,
         due: datetime,
         detail: str,
@@ -297,13 +302,13 @@ class Recorder:
         }
         if attempts is not None:
             values["attempts"] = max(0, attempts)
-        conn.execute(update(S).where(fenced).values(**values))
+        conn.execute(update(S).where(fence.to(StepState.SCHEDULED)).values(**values))
         conn.execute(update(OUT).where(OUT.c.step_id == claim.step_id).values(status="not_sent"))
 
-    def _finish(self, conn: Connection, fenced: Any, claim: Claim, state: StepState, detail: str) -> None:
+    def _finish(self, conn: Connection, fence: Fence, claim: Claim, state: StepState, detail: str) -> None:
         conn.execute(
             update(S)
-            .where(fenced)
+            .where(fence.to(state))
             .values(state=state, lease_until=None, last_error=detail[:2000], updated_at=self.ctx.now())
         )
         conn.execute(update(OUT).where(OUT.c.step_id == claim.step_id).values(status="not_sent"))

@@ -1,21 +1,23 @@
-"""Shared parts of the guarded worker: its tables, and the values its parts pass to each other.
+"""Shared parts of the guarded worker: its tables, the values its parts pass to each other, and
+the fence of every write after a claim.
 
 The helpers the parts share live on `worker_context.WorkerContext`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta
-from typing import cast
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Table, exists, select
+from sqlalchemy import ColumnElement, Table, and_, exists, select
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.transports.base import Delivery
 from replyguard.domain.schedule import SendWindow
-from replyguard.domain.states import StepState
+from replyguard.domain.states import StepState, step_move
 
 S = cast(Table, m.Step.__table__)
 L = cast(Table, m.Lead.__table__)
@@ -80,6 +82,36 @@ class Claim:
     zone: ZoneInfo | None = None  # the lead's
     send_day: date | None = None  # the mailbox's day whose cap counts this email
     mailbox_zone: ZoneInfo | None = None
+
+
+def in_states(column: ColumnElement[Any], states: Sequence[str]) -> ColumnElement[bool]:
+    """The WHERE on a state column for the sources `step_move` or `reply_move` checked.
+
+    A single source is written `state = x`, as the worker has always written it: an
+    executemany (the claim) cannot carry SQLAlchemy's expanding `IN`."""
+    return column == states[0] if len(states) == 1 else column.in_(states)
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """A claimed step as this worker left it. Every write after the claim is fenced: it
+    touches the step only while it still carries this claim's token and this state, so a
+    worker whose lease expired and was taken over changes nothing."""
+
+    step_id: int
+    token: str | None
+    state: StepState
+
+    def where(self) -> ColumnElement[bool]:
+        """The WHERE of a read: the step is still ours and still in `state`."""
+        return and_(S.c.id == self.step_id, S.c.claim_token == self.token, S.c.state == self.state)
+
+    def to(self, target: StepState) -> ColumnElement[bool]:
+        """The WHERE of the UPDATE that moves the step to `target`. The move is checked
+        against the state table: an illegal one raises `IllegalTransition` before any row
+        is touched."""
+        moves = step_move(self.state, target)
+        return and_(S.c.id == self.step_id, S.c.claim_token == self.token, in_states(S.c.state, moves))
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from replyguard.domain.addresses import domain_of
 from replyguard.domain.message_ids import unsubscribe_token
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.schedule import SendWindow
-from replyguard.domain.states import OPEN, StepState
+from replyguard.domain.states import OPEN, EnrollmentState, StepState
 from replyguard.service_layer.holds import hold_for_person
 from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.worker_base import _SEND_ROWS, EV, OUT, C, E, L, S
@@ -95,9 +95,10 @@ class WorkerContext:
     ) -> None:
         """Nobody can tell whether it went out: never resend; hold the lead for a person.
 
-        `where` fences the write on the claim. `hold=False` (a reply or a stop had asked to
-        cancel the step): the lead already belongs to a person and keeps its state; the step is
-        still shown in its rescue thread."""
+        `where` fences the write on the claim: the recorder's `Fence.to(UNKNOWN)`, or the
+        fence of the state recovery read (see `Recovery._reconcile`). `hold=False` (a reply or
+        a stop had asked to cancel the step): the lead already belongs to a person and keeps its
+        state; the step is still shown in its rescue thread."""
         now = self.now()
         conn.execute(
             update(S)
@@ -125,8 +126,8 @@ class WorkerContext:
         open_steps = exists().where(S.c.enrollment_id == E.c.id, S.c.state.in_(list(OPEN)))
         conn.execute(
             update(E)
-            .where(E.c.id.in_(sorted(enrollment_ids)), E.c.state == "active", ~open_steps)
-            .values(state="completed")
+            .where(E.c.id.in_(sorted(enrollment_ids)), E.c.state == EnrollmentState.ACTIVE, ~open_steps)
+            .values(state=EnrollmentState.COMPLETED)
         )
 
     def event(
