@@ -3,8 +3,8 @@ checker can fail (tests/integration/test_torture_short.py, `bench/torture.py --b
 
 The product has no switch that turns its guard off: this file lives outside the package, and
 only a process started as `python bench/broken_guard_worker.py ARGS...` runs it. It replaces
-the worker class with one that takes no lead lock and re-checks nothing before a send, then
-runs the ordinary command line with the given arguments.
+the worker class with one whose send guard takes no lead lock and re-checks nothing before a
+send, then runs the ordinary command line with the given arguments.
 """
 
 # ruff: noqa: E402 - the repository root goes on sys.path before the project imports
@@ -24,10 +24,11 @@ from sqlalchemy import Connection
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.entrypoints.cli.app import main
 from replyguard.service_layer import worker as worker_module
+from replyguard.service_layer.send_guard import SendGuard
 from replyguard.service_layer.worker_base import _SEND_ROWS, Claim, S
 
 
-class BrokenGuardWorker(worker_module.Worker):
+class BrokenSendGuard(SendGuard):
     """Sends every claimed step: no lead lock, no reply state, no cancel request read."""
 
     def _recheck_many(
@@ -35,7 +36,15 @@ class BrokenGuardWorker(worker_module.Worker):
     ) -> list[tuple[Claim, OutgoingEmail]]:
         ids = [claim.step_id for claim in claims]
         rows = {row.id: row for row in conn.execute(_SEND_ROWS.where(S.c.id.in_(ids)))}
-        return [(claim, self._email_from_row(rows[claim.step_id])) for claim in claims]
+        return [(claim, self.ctx.email_from_row(rows[claim.step_id])) for claim in claims]
+
+
+class BrokenGuardWorker(worker_module.Worker):
+    """The real worker with its send guard swapped for the broken one."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.guard = BrokenSendGuard(self.ctx, self.guard.recorder)
 
 
 if __name__ == "__main__":

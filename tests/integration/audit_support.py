@@ -18,7 +18,7 @@ from replyguard.domain.inbound.classify import Classification
 from replyguard.domain.states import ReplyKind
 from replyguard.service_layer import ingest, notices, replies, send_guard
 from replyguard.service_layer.ingest import IngestResult
-from replyguard.service_layer.recovery import RecoveryMixin
+from replyguard.service_layer.recovery import Recovery
 from replyguard.service_layer.replies import IncomingReply, ReplyEffect, ReplyOutcome
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.worker import Worker
@@ -136,7 +136,7 @@ def blind_retry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Recovery resends a step left in `sending` instead of asking what its send key did."""
 
     def resend(
-        self: RecoveryMixin,
+        self: Recovery,
         conn: Connection,
         step_id: int,
         lead_id: int,
@@ -144,10 +144,10 @@ def blind_retry(monkeypatch: pytest.MonkeyPatch) -> None:
         cancel_requested: bool,
         now: datetime,
     ) -> None:
-        self.transport.send(self._email(conn, step_id))
+        self.ctx.transport.send(self.ctx.email(conn, step_id))
         conn.execute(update(S).where(fenced).values(state="sent", sent_at=now, lease_until=None))
 
-    monkeypatch.setattr(RecoveryMixin, "_reconcile", resend)
+    monkeypatch.setattr(Recovery, "_reconcile", resend)
 
 
 def state_off_the_lead(monkeypatch: pytest.MonkeyPatch) -> None:

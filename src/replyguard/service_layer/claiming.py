@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import Connection, and_, bindparam, exists, func, select, update
 
 from replyguard.domain.schedule import SendWindow, Wait, load_zone, local_day, next_day_start, plan_due
-from replyguard.domain.states import LETS_NEXT_GO, ReplyState, StepState
+from replyguard.domain.states import LETS_NEXT_GO, EnrollmentState, ReplyState, StepState, step_move
 from replyguard.service_layer.worker_base import (
     _USING_SLOT,
     CS,
@@ -36,9 +36,10 @@ from replyguard.service_layer.worker_base import (
     E,
     L,
     S,
-    WorkerBase,
     WorkerReport,
+    in_states,
 )
+from replyguard.service_layer.worker_context import WorkerContext
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +49,20 @@ PREV = S.alias("prev")
 EARLIER = S.alias("earlier")
 
 
-class ClaimMixin(WorkerBase):
+class Claimer:
     """T1: claim due steps in order, inside their send windows and under the mailboxes' caps."""
+
+    def __init__(self, ctx: WorkerContext) -> None:
+        self.ctx = ctx
 
     def claim(
         self, report: WorkerReport, limit: int | None = None, *, only_lead: int | None = None
     ) -> list[Claim]:
         """Claim due steps. `only_lead` is for `replyguard audit` alone (see AUDIT below)."""
-        now = self.now()
-        limit = limit or self.app.settings.claim_batch
-        with self.engine.connect() as conn, conn.begin():
+        ctx = self.ctx
+        now = ctx.now()
+        limit = limit or ctx.app.settings.claim_batch
+        with ctx.engine.connect() as conn, conn.begin():
             query = (
                 select(
                     S.c.id,
@@ -78,11 +83,11 @@ class ClaimMixin(WorkerBase):
                     .join(MB, MB.c.id == S.c.mailbox_id)
                 )
                 .where(
-                    S.c.workspace_id == self.ws,
+                    S.c.workspace_id == ctx.ws,
                     S.c.state == StepState.SCHEDULED,
                     S.c.due_at <= now,
                     L.c.reply_state == ReplyState.ACTIVE,
-                    E.c.state == "active",
+                    E.c.state == EnrollmentState.ACTIVE,
                     C.c.status == "active",
                     MB.c.status == "active",
                     ~exists().where(
@@ -100,7 +105,7 @@ class ClaimMixin(WorkerBase):
             # send window and cap, and take no slot of the cap (no prospect waits for them).
             audit = only_lead is not None
             query = query.where(S.c.lead_id == only_lead if audit else L.c.audit_run_id.is_(None))
-            if self.postgres:
+            if ctx.postgres:
                 query = query.with_for_update(of=S, skip_locked=True)
             rows = conn.execute(query).all()
             if not rows:
@@ -118,7 +123,7 @@ class ClaimMixin(WorkerBase):
                     claim_rows.append({"sid": claim.step_id, "tok": claim.token, "day": None})
                     continue
                 zone = load_zone(row.contact_tz or row.campaign_tz)
-                window = self._window(conn, row.campaign_id)
+                window = ctx.window(conn, row.campaign_id)
                 later = self._not_before(spacing.get(row.id), now, window, zone)
                 if later is not None:
                     deferrals.append({"sid": row.id, "due": later})
@@ -141,10 +146,11 @@ class ClaimMixin(WorkerBase):
                     deferrals,
                 )
             if claims:
-                lease_until = now + self.app.settings.lease
+                lease_until = now + ctx.app.settings.lease
+                claimable = step_move(StepState.SCHEDULED, StepState.CLAIMED)
                 conn.execute(
                     update(S)
-                    .where(S.c.id == bindparam("sid"), S.c.state == StepState.SCHEDULED)
+                    .where(S.c.id == bindparam("sid"), in_states(S.c.state, claimable))
                     .values(
                         state=StepState.CLAIMED,
                         claim_token=bindparam("tok"),
@@ -154,10 +160,10 @@ class ClaimMixin(WorkerBase):
                     ),
                     claim_rows,
                 )
-            self.app.failpoints.hit("before_claim_commit")
+            ctx.app.failpoints.hit("before_claim_commit")
         report.claimed += len(claims)
         report.deferred += len(deferrals)
-        self.app.failpoints.hit("after_claim")
+        ctx.app.failpoints.hit("after_claim")
         return claims
 
     @staticmethod
@@ -199,7 +205,7 @@ class ClaimMixin(WorkerBase):
     ) -> tuple[dict[int, int], dict[int, tuple[Any, int, Any]]]:
         """Sends counted against each mailbox's cap today, under a lock on the mailbox rows."""
         query = select(MB.c.id, MB.c.daily_cap, MB.c.timezone).where(MB.c.id.in_(sorted(mailbox_ids)))
-        if self.postgres:
+        if self.ctx.postgres:
             query = query.order_by(MB.c.id).with_for_update()
         caps: dict[int, tuple[Any, int, Any]] = {}
         usage: dict[int, int] = {}

@@ -9,20 +9,19 @@ from typing import Any
 from sqlalchemy import Connection, and_, select, update
 
 from replyguard.adapters.transports.base import Probe
-from replyguard.domain.states import ReplyState, StepState
+from replyguard.domain.states import ReplyState, StepState, reply_move
 from replyguard.service_layer.holds import tell_crossed_send
-from replyguard.service_layer.worker_base import (
-    OUT,
-    L,
-    S,
-    WorkerBase,
-)
+from replyguard.service_layer.worker_base import OUT, Fence, L, S, in_states
+from replyguard.service_layer.worker_context import WorkerContext
 
 log = logging.getLogger(__name__)
 
 
-class RecoveryMixin(WorkerBase):
+class Recovery:
     """Expired claims and unknown outcomes, and the end of out-of-office pauses."""
+
+    def __init__(self, ctx: WorkerContext) -> None:
+        self.ctx = ctx
 
     def recover(self, limit: int = 200, *, only_lead: int | None = None) -> int:
         """Expired claims go back to the queue; expired SENDING steps are unknown outcomes:
@@ -30,20 +29,21 @@ class RecoveryMixin(WorkerBase):
 
         AUDIT (issue 13): `only_lead` recovers one lead's steps only — the audit's canary,
         never anyone else's (docs/audit.md)."""
-        now = self.now()
+        ctx = self.ctx
+        now = ctx.now()
         query = select(S.c.id, S.c.lead_id).where(
-            S.c.workspace_id == self.ws,
+            S.c.workspace_id == ctx.ws,
             S.c.state.in_([StepState.CLAIMED, StepState.SENDING]),
             S.c.lease_until < now,
         )
         if only_lead is not None:  # AUDIT: see above
             query = query.where(S.c.lead_id == only_lead)
-        with self.engine.connect() as conn:
+        with ctx.engine.connect() as conn:
             rows = conn.execute(query.limit(limit)).all()
         recovered = 0
         for row in rows:
-            with self.engine.connect() as conn, conn.begin():
-                if self._lock_lead(conn, row.lead_id, skip_locked=True) is None:
+            with ctx.engine.connect() as conn, conn.begin():
+                if ctx.lock_lead(conn, row.lead_id, skip_locked=True) is None:
                     continue  # a live worker (or a reply) holds the lead: not abandoned
                 step = conn.execute(
                     select(S.c.state, S.c.claim_token, S.c.cancel_requested, S.c.lease_until).where(
@@ -52,12 +52,12 @@ class RecoveryMixin(WorkerBase):
                 ).one()
                 if step.lease_until is None or step.lease_until >= now:
                     continue
-                fenced = and_(S.c.id == row.id, S.c.claim_token == step.claim_token, S.c.state == step.state)
                 recovered += 1
                 if step.state == StepState.CLAIMED:
+                    fence = Fence(row.id, step.claim_token, StepState.CLAIMED)
                     conn.execute(
                         update(S)
-                        .where(fenced)
+                        .where(fence.to(StepState.SCHEDULED))
                         .values(
                             state=StepState.SCHEDULED,
                             claim_token=None,
@@ -66,8 +66,10 @@ class RecoveryMixin(WorkerBase):
                             updated_at=now,
                         )
                     )
-                    self._event(conn, "claim_expired", row.lead_id, row.id)
+                    ctx.event(conn, "claim_expired", row.lead_id, row.id)
                     continue
+                # Not a `Fence`: the state read here is not always SENDING (see `_reconcile`).
+                fenced = and_(S.c.id == row.id, S.c.claim_token == step.claim_token, S.c.state == step.state)
                 self._reconcile(conn, row.id, row.lead_id, fenced, step.cancel_requested, now)
         return recovered
 
@@ -80,9 +82,15 @@ class RecoveryMixin(WorkerBase):
         cancel_requested: bool,
         now: datetime,
     ) -> None:
-        probe = (
-            self.transport.probe(self._email(conn, step_id)) if self.transport.can_probe else Probe.UNKNOWN
-        )
+        """Ask the transport what became of a send whose worker stopped; write what it proves.
+
+        `fenced` is the step as `recover` read it under the lead lock: SENDING, but for one
+        race, which is why these writes are not built with `step_move`. A reply (or a stop)
+        that cancels a CLAIMED step whose lease had expired, between the scan in `recover` and
+        the lead lock, leaves it CANCELLED with its lease, and it arrives here; each move below
+        would then start from CANCELLED, which the state table does not allow."""
+        ctx = self.ctx
+        probe = ctx.transport.probe(ctx.email(conn, step_id)) if ctx.transport.can_probe else Probe.UNKNOWN
         if probe is Probe.SENT:
             conn.execute(
                 update(S)
@@ -98,18 +106,18 @@ class RecoveryMixin(WorkerBase):
             conn.execute(
                 update(OUT).where(OUT.c.step_id == step_id).values(status="accepted", accepted_at=now)
             )
-            self._event(conn, "send_reconciled", lead_id, step_id, found="sent")
+            ctx.event(conn, "send_reconciled", lead_id, step_id, found="sent")
             if cancel_requested:
                 tell_crossed_send(
                     conn,
-                    workspace_id=self.ws,
+                    workspace_id=ctx.ws,
                     lead_id=lead_id,
                     step_id=step_id,
                     now=now,
-                    settings=self.app.settings,
+                    settings=ctx.app.settings,
                 )
             enrollment_id = conn.execute(select(S.c.enrollment_id).where(S.c.id == step_id)).scalar_one()
-            self._complete_finished(conn, {enrollment_id})
+            ctx.complete_finished(conn, {enrollment_id})
         elif probe is Probe.NOT_SENT:
             state = StepState.CANCELLED if cancel_requested else StepState.SCHEDULED
             conn.execute(
@@ -118,9 +126,9 @@ class RecoveryMixin(WorkerBase):
                 .values(state=state, claim_token=None, lease_until=None, send_day=None, updated_at=now)
             )
             conn.execute(update(OUT).where(OUT.c.step_id == step_id).values(status="not_sent"))
-            self._event(conn, "send_reconciled", lead_id, step_id, found="not sent")
+            ctx.event(conn, "send_reconciled", lead_id, step_id, found="not sent")
         else:
-            self._unknown(
+            ctx.unknown(
                 conn,
                 step_id,
                 lead_id,
@@ -131,12 +139,13 @@ class RecoveryMixin(WorkerBase):
 
     def resume_paused(self) -> int:
         """Out-of-office leads whose pause has ended return to active on their own."""
-        now = self.now()
-        with self.engine.connect() as conn:
+        ctx = self.ctx
+        now = ctx.now()
+        with ctx.engine.connect() as conn:
             ids = (
                 conn.execute(
                     select(L.c.id).where(
-                        L.c.workspace_id == self.ws,
+                        L.c.workspace_id == ctx.ws,
                         L.c.reply_state == ReplyState.OUT_OF_OFFICE,
                         L.c.paused_until <= now,
                     )
@@ -146,18 +155,18 @@ class RecoveryMixin(WorkerBase):
             )
         resumed = 0
         for lead_id in ids:
-            with self.engine.connect() as conn, conn.begin():
-                self._lock_lead(conn, lead_id)
+            with ctx.engine.connect() as conn, conn.begin():
+                ctx.lock_lead(conn, lead_id)
                 done = conn.execute(
                     update(L)
                     .where(
                         L.c.id == lead_id,
-                        L.c.reply_state == ReplyState.OUT_OF_OFFICE,
+                        in_states(L.c.reply_state, reply_move(ReplyState.OUT_OF_OFFICE, ReplyState.ACTIVE)),
                         L.c.paused_until <= now,
                     )
                     .values(reply_state=ReplyState.ACTIVE, reply_state_updated_at=now)
                 ).rowcount
                 if done:
                     resumed += 1
-                    self._event(conn, "pause_ended", lead_id, None)
+                    ctx.event(conn, "pause_ended", lead_id, None)
         return resumed

@@ -23,19 +23,22 @@ from replyguard.adapters.transports.base import Delivery, Outcome
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.send_policy import SendCheck, Stale, hand_over_deferral, recheck
 from replyguard.domain.smtp_answers import Blame
-from replyguard.domain.states import CANCELLABLE, StepState
+from replyguard.domain.states import CANCELLABLE, EnrollmentState, StepState, check_step_move, step_move
 from replyguard.service_layer.failpoints import InjectedCrash
-from replyguard.service_layer.send_record import RecordMixin
+from replyguard.service_layer.send_record import Recorder
 from replyguard.service_layer.worker_base import (
     _SEND_ROWS,
     OUT,
     Claim,
     E,
+    Fence,
     Handed,
     S,
     WorkerReport,
     _count,
+    in_states,
 )
+from replyguard.service_layer.worker_context import WorkerContext
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +51,12 @@ class _Deferred(Exception):
         self.until = until
 
 
-class SendGuardMixin(RecordMixin):
-    """T2: re-check under the lead locks, mark, hand over (then T3, `RecordMixin`)."""
+class SendGuard:
+    """T2: re-check under the lead locks, mark, hand over; then T3 by the `Recorder`."""
+
+    def __init__(self, ctx: WorkerContext, recorder: Recorder) -> None:
+        self.ctx = ctx
+        self.recorder = recorder
 
     def send(self, claim: Claim, report: WorkerReport) -> str:
         """Guarded send of one claimed step. Returns what happened, for reports and tests."""
@@ -63,7 +70,7 @@ class SendGuardMixin(RecordMixin):
         """
         results: dict[int, str] = {}
         try:
-            guarded = self._batch_holding_locks if self.postgres else self._batch_commit_then_call
+            guarded = self._batch_holding_locks if self.ctx.postgres else self._batch_commit_then_call
             guarded(claims, results)
         except SQLAlchemyError as exc:
             # Steps keep their claim or marker; recovery decides after the lease.
@@ -74,31 +81,32 @@ class SendGuardMixin(RecordMixin):
         return ordered
 
     def _batch_holding_locks(self, claims: list[Claim], results: dict[int, str]) -> None:
+        ctx = self.ctx
         deliveries: list[tuple[Claim, Handed]] = []
-        with self.engine.connect() as conn:
+        with ctx.engine.connect() as conn:
             tx = conn.begin()
             try:
                 go = self._recheck_many(conn, claims, results)
                 if not go:
                     tx.commit()
                     return
-                self.app.failpoints.hit("after_recheck")
-                with self.engine.connect() as marker, marker.begin():
+                ctx.app.failpoints.hit("after_recheck")
+                with ctx.engine.connect() as marker, marker.begin():
                     go = self._mark_sending_many(marker, go, results)
-                self.app.failpoints.hit("after_marker")
+                ctx.app.failpoints.hit("after_marker")
 
                 def still_locked() -> None:
                     # Raises if our session, and with it the lead locks, is gone: then the
                     # transport must not start the point of no return.
-                    self.app.failpoints.hit("before_data")
+                    ctx.app.failpoints.hit("before_data")
                     conn.execute(text("SELECT 1"))
 
                 paused: set[int | None] = set()
                 for claim, email in go:
                     deliveries.append((claim, self._deliver(claim, email, still_locked, paused)))
-                    self.app.failpoints.hit("after_transport")
-                self._record_many(conn, deliveries, results)
-                self.app.failpoints.hit("before_record_commit")
+                    ctx.app.failpoints.hit("after_transport")
+                self.recorder.record_many(conn, deliveries, results)
+                ctx.app.failpoints.hit("before_record_commit")
                 tx.commit()
                 return
             except SQLAlchemyError:
@@ -114,18 +122,19 @@ class SendGuardMixin(RecordMixin):
         self._record_fresh(deliveries, results)
 
     def _batch_commit_then_call(self, claims: list[Claim], results: dict[int, str]) -> None:
-        with self.engine.connect() as conn, conn.begin():
+        ctx = self.ctx
+        with ctx.engine.connect() as conn, conn.begin():
             go = self._recheck_many(conn, claims, results)
             if not go:
                 return
-            self.app.failpoints.hit("after_recheck")
+            ctx.app.failpoints.hit("after_recheck")
             go = self._mark_sending_many(conn, go, results)
-        self.app.failpoints.hit("after_marker")
+        ctx.app.failpoints.hit("after_marker")
         deliveries: list[tuple[Claim, Handed]] = []
         paused: set[int | None] = set()
         for claim, email in go:
             deliveries.append((claim, self._deliver(claim, email, self._not_cancelled(claim), paused)))
-            self.app.failpoints.hit("after_transport")
+            ctx.app.failpoints.hit("after_transport")
         self._record_fresh(deliveries, results)
 
     def _not_cancelled(self, claim: Claim) -> Callable[[], None]:
@@ -134,8 +143,8 @@ class SendGuardMixin(RecordMixin):
         marker committed; if so, the transport is stopped and nothing is handed over."""
 
         def check() -> None:
-            self.app.failpoints.hit("before_data")
-            with self.engine.connect() as conn, conn.begin():
+            self.ctx.app.failpoints.hit("before_data")
+            with self.ctx.engine.connect() as conn, conn.begin():
                 cancel = conn.execute(select(S.c.cancel_requested).where(S.c.id == claim.step_id)).scalar()
             if cancel:
                 raise Stale("a reply arrived after the marker: not sending")
@@ -146,7 +155,8 @@ class SendGuardMixin(RecordMixin):
         """When to try again if this email may not be handed over now (see hand_over_deferral)."""
         if claim.window is None or claim.zone is None or claim.mailbox_zone is None:
             return None
-        return hand_over_deferral(self.now(), claim.window, claim.zone, claim.send_day, claim.mailbox_zone)
+        now = self.ctx.now()
+        return hand_over_deferral(now, claim.window, claim.zone, claim.send_day, claim.mailbox_zone)
 
     def _deliver(
         self, claim: Claim, email: OutgoingEmail, last_check: Callable[[], None], paused: set[int | None]
@@ -157,7 +167,7 @@ class SendGuardMixin(RecordMixin):
         if claim.mailbox_id in paused:
             return Handed(
                 Delivery(Outcome.TRANSIENT, "the mailbox was refused earlier in this batch"),
-                deferred_to=self.now(),
+                deferred_to=self.ctx.now(),
             )
         later = self._deferral(claim)
         if later is not None:
@@ -189,7 +199,7 @@ class SendGuardMixin(RecordMixin):
                 raise
 
         try:
-            delivery = self.transport.send(email, before_commit=hook)
+            delivery = self.ctx.transport.send(email, before_commit=hook)
         except InjectedCrash:
             raise
         except Exception as exc:
@@ -210,10 +220,10 @@ class SendGuardMixin(RecordMixin):
     def _record_fresh(self, deliveries: list[tuple[Claim, Handed]], results: dict[int, str]) -> None:
         if not deliveries:
             return
-        with self.engine.connect() as conn, conn.begin():
-            self._lock_leads(conn, [claim.lead_id for claim, _ in deliveries])
-            self._record_many(conn, deliveries, results)
-            self.app.failpoints.hit("before_record_commit")
+        with self.ctx.engine.connect() as conn, conn.begin():
+            self.ctx.lock_leads(conn, [claim.lead_id for claim, _ in deliveries])
+            self.recorder.record_many(conn, deliveries, results)
+            self.ctx.app.failpoints.hit("before_record_commit")
 
     def _recheck_many(
         self, conn: Connection, claims: list[Claim], results: dict[int, str]
@@ -223,8 +233,9 @@ class SendGuardMixin(RecordMixin):
         Returns the claims that may be sent now, with their emails; every other claim gets its
         result ("refused" or "stale") in `results`.
         """
-        now = self.now()
-        leads = self._lock_leads(conn, [c.lead_id for c in claims])
+        ctx = self.ctx
+        now = ctx.now()
+        leads = ctx.lock_leads(conn, [c.lead_id for c in claims])
         claims = self._defer_closed(conn, claims, results)
         rows = {
             row.id: row for row in conn.execute(_SEND_ROWS.where(S.c.id.in_([c.step_id for c in claims])))
@@ -251,7 +262,7 @@ class SendGuardMixin(RecordMixin):
                 results[claim.step_id] = "stale"
                 continue
             if refusal is None:
-                go.append((claim, self._email_from_row(row)))
+                go.append((claim, ctx.email_from_row(row)))
                 continue
             if refusal.cancel:
                 values: dict[str, Any] = {"state": StepState.CANCELLED, "cancel_reason": "refused"}
@@ -261,12 +272,15 @@ class SendGuardMixin(RecordMixin):
                     "due_at": max(now, lead.paused_until or now),
                     "send_day": None,
                 }
+            # `recheck` refuses only a step it read CLAIMED under our token. The WHERE below
+            # stays fenced on the token alone, as it always was; the move is checked here.
+            check_step_move(StepState(row.state), values["state"])
             conn.execute(
                 update(S)
                 .where(S.c.id == claim.step_id, S.c.claim_token == claim.token)
                 .values(claim_token=None, lease_until=None, updated_at=now, **values)
             )
-            self._event(
+            ctx.event(
                 conn,
                 "send_refused",
                 claim.lead_id,
@@ -288,18 +302,17 @@ class SendGuardMixin(RecordMixin):
             if later is None:
                 keep.append(claim)
                 continue
+            fence = Fence(claim.step_id, claim.token, StepState.CLAIMED)
             conn.execute(
                 update(S)
-                .where(
-                    S.c.id == claim.step_id, S.c.claim_token == claim.token, S.c.state == StepState.CLAIMED
-                )
+                .where(fence.to(StepState.SCHEDULED))
                 .values(
                     state=StepState.SCHEDULED,
                     due_at=later,
                     claim_token=None,
                     lease_until=None,
                     send_day=None,
-                    updated_at=self.now(),
+                    updated_at=self.ctx.now(),
                 )
             )
             results[claim.step_id] = "deferred"
@@ -308,36 +321,43 @@ class SendGuardMixin(RecordMixin):
     def _end_enrollment(self, conn: Connection, enrollment_id: int, reason: str) -> None:
         """Nothing more of this enrollment can go out (its address is suppressed): cancel the
         rest of it, so that no step waits forever behind one that will never be sent."""
+        ctx = self.ctx
         conn.execute(
             update(S)
-            .where(S.c.enrollment_id == enrollment_id, S.c.state.in_(list(CANCELLABLE)))
+            .where(
+                S.c.enrollment_id == enrollment_id,
+                in_states(S.c.state, step_move(CANCELLABLE, StepState.CANCELLED)),
+            )
             .values(
-                state=StepState.CANCELLED, cancel_reason="refused", claim_token=None, updated_at=self.now()
+                state=StepState.CANCELLED, cancel_reason="refused", claim_token=None, updated_at=ctx.now()
             )
         )
         conn.execute(
-            update(E).where(E.c.id == enrollment_id, E.c.state == "active").values(state="cancelled")
+            update(E)
+            .where(E.c.id == enrollment_id, E.c.state == EnrollmentState.ACTIVE)
+            .values(state=EnrollmentState.CANCELLED)
         )
-        self._event(conn, "enrollment_ended", None, None, enrollment_id=enrollment_id, reason=reason)
+        ctx.event(conn, "enrollment_ended", None, None, enrollment_id=enrollment_id, reason=reason)
 
     def _mark_sending_many(
         self, conn: Connection, go: list[tuple[Claim, OutgoingEmail]], results: dict[int, str]
     ) -> list[tuple[Claim, OutgoingEmail]]:
         """The durable marker, fenced on our tokens (each unique to one claim), committed before
         any byte leaves. Also stores each Message-ID first, so an instant reply still matches."""
-        now = self.now()
+        ctx = self.ctx
+        now = ctx.now()
         marked: dict[int, int] = dict(
             conn.execute(
                 update(S)
                 .where(
                     S.c.id.in_([c.step_id for c, _ in go]),
                     S.c.claim_token.in_([c.token for c, _ in go]),
-                    S.c.state == StepState.CLAIMED,
+                    in_states(S.c.state, step_move(StepState.CLAIMED, StepState.SENDING)),
                 )
                 .values(
                     state=StepState.SENDING,
                     attempts=S.c.attempts + 1,
-                    lease_until=now + self.app.settings.lease,
+                    lease_until=now + ctx.app.settings.lease,
                     updated_at=now,
                 )
                 .returning(S.c.id, S.c.attempts)
@@ -345,7 +365,7 @@ class SendGuardMixin(RecordMixin):
         )
         handed = [
             {
-                "workspace_id": self.ws,
+                "workspace_id": ctx.ws,
                 "step_id": c.step_id,
                 "lead_id": c.lead_id,
                 "message_id": e.message_id,
@@ -360,7 +380,7 @@ class SendGuardMixin(RecordMixin):
         if handed:
             # One row per step: a retry or a person's resend updates the first attempt's row
             # (the snapshot may have been rendered again in between).
-            insert = pg_insert(OUT) if self.postgres else sqlite_insert(OUT)
+            insert = pg_insert(OUT) if ctx.postgres else sqlite_insert(OUT)
             conn.execute(
                 insert.on_conflict_do_update(
                     index_elements=[OUT.c.step_id],

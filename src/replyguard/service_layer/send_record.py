@@ -21,13 +21,13 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, select, update
+from sqlalchemy import Connection, bindparam, select, update
 
 from replyguard.adapters.transports.base import Outcome
 from replyguard.domain.schedule import Wait, load_zone, plan_due
 from replyguard.domain.send_policy import Next, after_refusal, backoff
 from replyguard.domain.smtp_answers import Blame
-from replyguard.domain.states import StepState
+from replyguard.domain.states import StepState, step_move
 from replyguard.service_layer.holds import hold_for_person, tell_crossed_send
 from replyguard.service_layer.mailboxes import pause_mailbox
 from replyguard.service_layer.replies import SOFT_BOUNCE_LIMIT
@@ -41,11 +41,13 @@ from replyguard.service_layer.worker_base import (
     C,
     Claim,
     E,
+    Fence,
     Handed,
     L,
     S,
-    WorkerBase,
+    in_states,
 )
+from replyguard.service_layer.worker_context import WorkerContext
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +55,19 @@ log = logging.getLogger(__name__)
 SOFT_BOUNCE_RETRY = timedelta(days=1)
 
 
-class RecordMixin(WorkerBase):
+class Recorder:
     """T3: write each result, fenced; acceptances together, everything else one by one."""
 
-    def _record_many(
+    def __init__(self, ctx: WorkerContext) -> None:
+        self.ctx = ctx
+
+    def record_many(
         self, conn: Connection, deliveries: list[tuple[Claim, Handed]], results: dict[int, str]
     ) -> None:
-        now = self.now()
+        """Write the result of each delivery, fenced on its claim, in the caller's transaction
+        (which holds the leads' locks); one result per claim goes into `results`."""
+        ctx = self.ctx
+        now = ctx.now()
         accepted = [
             (c, h)
             for c, h in deliveries
@@ -78,7 +86,7 @@ class RecordMixin(WorkerBase):
                 .where(
                     S.c.id.in_([c.step_id for c, _ in accepted]),
                     S.c.claim_token.in_([c.token for c, _ in accepted]),
-                    S.c.state == StepState.SENDING,
+                    in_states(S.c.state, step_move(StepState.SENDING, StepState.SENT)),
                 )
                 .values(
                     state=StepState.SENT,
@@ -107,7 +115,7 @@ class RecordMixin(WorkerBase):
             EV.insert(),
             [
                 {
-                    "workspace_id": self.ws,
+                    "workspace_id": ctx.ws,
                     "lead_id": c.lead_id,
                     "step_id": c.step_id,
                     "kind": "step_sent",
@@ -123,11 +131,11 @@ class RecordMixin(WorkerBase):
                 # lead lock across the call): the person who owns the reply must know.
                 tell_crossed_send(
                     conn,
-                    workspace_id=self.ws,
+                    workspace_id=ctx.ws,
                     lead_id=claim.lead_id,
                     step_id=claim.step_id,
                     now=now,
-                    settings=self.app.settings,
+                    settings=ctx.app.settings,
                 )
         self._after_sent_many(
             conn, [(sent[c.step_id].enrollment_id, sent[c.step_id].position) for c, _ in done], now
@@ -136,22 +144,21 @@ class RecordMixin(WorkerBase):
             results[claim.step_id] = "sent"
 
     def _record(self, conn: Connection, claim: Claim, handed: Handed) -> str:
-        """A result other than acceptance (those are written together by `_record_many`)."""
-        fenced = and_(S.c.id == claim.step_id, S.c.claim_token == claim.token, S.c.state == StepState.SENDING)
+        """A result other than acceptance (those are written together by `record_many`)."""
+        ctx = self.ctx
+        fence = Fence(claim.step_id, claim.token, StepState.SENDING)
         delivery = handed.delivery
         step = conn.execute(
             select(S.c.attempts, S.c.cancel_requested, S.c.to_address, S.c.position, S.c.mailbox_id).where(
-                fenced
+                fence.where()
             )
         ).one_or_none()
         if step is None:
             return self._late(conn, claim, handed)
         if handed.deferred_to is not None:
             # Not handed over at all: back to the queue, and the attempt does not count.
-            self._requeue(
-                conn, fenced, claim, handed.deferred_to, delivery.detail, attempts=step.attempts - 1
-            )
-            self._event(
+            self._requeue(conn, fence, claim, handed.deferred_to, delivery.detail, attempts=step.attempts - 1)
+            ctx.event(
                 conn,
                 "send_deferred",
                 claim.lead_id,
@@ -162,8 +169,8 @@ class RecordMixin(WorkerBase):
             return "deferred"
         if handed.aborted and step.cancel_requested:
             # Our last check saw the reply's cancel request: refused at the last moment.
-            self._finish(conn, fenced, claim, StepState.CANCELLED, delivery.detail)
-            self._event(
+            self._finish(conn, fence, claim, StepState.CANCELLED, delivery.detail)
+            ctx.event(
                 conn,
                 "send_refused",
                 claim.lead_id,
@@ -173,38 +180,44 @@ class RecordMixin(WorkerBase):
             )
             return "refused"
         if delivery.outcome is Outcome.UNKNOWN:
-            self._unknown(
-                conn, claim.step_id, claim.lead_id, fenced, delivery.detail, hold=not step.cancel_requested
+            ctx.unknown(
+                conn,
+                claim.step_id,
+                claim.lead_id,
+                fence.to(StepState.UNKNOWN),
+                delivery.detail,
+                hold=not step.cancel_requested,
             )
             return "unknown"
         blame = Blame.NONE if handed.aborted else delivery.blame
-        earlier = soft_bounces(conn, self.app, step.to_address) if blame is Blame.MAILBOX_FULL else 0
+        earlier = soft_bounces(conn, ctx.app, step.to_address) if blame is Blame.MAILBOX_FULL else 0
         decision = after_refusal(
             temporary=delivery.outcome is Outcome.TRANSIENT,
             blame=blame,
             attempts=step.attempts,
-            max_attempts=self.app.settings.max_attempts,
+            max_attempts=ctx.app.settings.max_attempts,
             cancel_requested=step.cancel_requested,
             soft_bounces=earlier,
             soft_bounce_limit=SOFT_BOUNCE_LIMIT,
         )
-        return self._apply(conn, claim, step, fenced, delivery.detail, decision, blame)
+        return self._apply(conn, claim, step, fence, delivery.detail, decision, blame)
 
     def _apply(
         self,
         conn: Connection,
         claim: Claim,
         step: Any,
-        fenced: Any,
+        fence: Fence,
         detail: str,
         decision: Next,
         blame: Blame,
     ) -> str:
-        now = self.now()
+        ctx = self.ctx
+        now = ctx.now()
         if decision is Next.RETRY:
-            delay = backoff(step.attempts, self.app.settings.retry_base, self.app.settings.retry_cap)
-            self._requeue(conn, fenced, claim, now + delay, detail)
-            self._event(
+            delay = backoff(step.attempts, ctx.app.settings.retry_base, ctx.app.settings.retry_cap)
+            self._requeue(conn, fence, claim, now + delay, detail)
+            ctx.event(
                 conn,
                 "send_retry_scheduled",
                 claim.lead_id,
@@ -214,16 +227,16 @@ class RecordMixin(WorkerBase):
             )
             return "retried"
         if decision is Next.SOFT_BOUNCE:
-            self._requeue(conn, fenced, claim, now + SOFT_BOUNCE_RETRY, detail)
+            self._requeue(conn, fence, claim, now + SOFT_BOUNCE_RETRY, detail)
             record_send_bounce(
-                conn, self.app, lead_id=claim.lead_id, address=step.to_address, hard=False, detail=detail
+                conn, ctx.app, lead_id=claim.lead_id, address=step.to_address, hard=False, detail=detail
             )
             return "retried"
         if decision is Next.PAUSE_MAILBOX:
-            self._requeue(conn, fenced, claim, now, detail, attempts=step.attempts - 1)
+            self._requeue(conn, fence, claim, now, detail, attempts=step.attempts - 1)
             pause_mailbox(
                 conn,
-                workspace_id=self.ws,
+                workspace_id=ctx.ws,
                 mailbox_id=step.mailbox_id,
                 lead_id=claim.lead_id,
                 reason=detail,
@@ -231,11 +244,11 @@ class RecordMixin(WorkerBase):
             )
             return "paused"
         if decision is Next.CANCEL:
-            self._finish(conn, fenced, claim, StepState.CANCELLED, detail)
-            self._event(conn, "send_cancelled", claim.lead_id, claim.step_id, detail=detail)
+            self._finish(conn, fence, claim, StepState.CANCELLED, detail)
+            ctx.event(conn, "send_cancelled", claim.lead_id, claim.step_id, detail=detail)
             return "refused"
-        self._finish(conn, fenced, claim, StepState.FAILED, detail)
-        self._event(
+        self._finish(conn, fence, claim, StepState.FAILED, detail)
+        ctx.event(
             conn,
             "step_failed",
             claim.lead_id,
@@ -246,7 +259,7 @@ class RecordMixin(WorkerBase):
         if decision is Next.HARD_BOUNCE:
             record_send_bounce(
                 conn,
-                self.app,
+                ctx.app,
                 lead_id=claim.lead_id,
                 address=step.to_address,
                 hard=True,
@@ -256,7 +269,7 @@ class RecordMixin(WorkerBase):
         else:
             hold_for_person(
                 conn,
-                workspace_id=self.ws,
+                workspace_id=ctx.ws,
                 lead_id=claim.lead_id,
                 step_id=claim.step_id,
                 now=now,
@@ -264,14 +277,14 @@ class RecordMixin(WorkerBase):
                 reason=f"email {step.position} could not be delivered ({detail[:300]}); nothing more is sent"
                 " to this lead until a person resends it, skips it or stops the lead",
                 details={"smtp": detail, "attempts": step.attempts},
-                settings=self.app.settings,
+                settings=ctx.app.settings,
             )
         return "failed"
 
     def _requeue(
         self,
         conn: Connection,
-        fenced: Any,
+        fence: Fence,
         claim: Claim,
         due: datetime,
         detail: str,
@@ -285,18 +298,18 @@ class RecordMixin(WorkerBase):
             "lease_until": None,
             "send_day": None,
             "last_error": detail[:2000],
-            "updated_at": self.now(),
+            "updated_at": self.ctx.now(),
         }
         if attempts is not None:
             values["attempts"] = max(0, attempts)
-        conn.execute(update(S).where(fenced).values(**values))
+        conn.execute(update(S).where(fence.to(StepState.SCHEDULED)).values(**values))
         conn.execute(update(OUT).where(OUT.c.step_id == claim.step_id).values(status="not_sent"))
 
-    def _finish(self, conn: Connection, fenced: Any, claim: Claim, state: StepState, detail: str) -> None:
+    def _finish(self, conn: Connection, fence: Fence, claim: Claim, state: StepState, detail: str) -> None:
         conn.execute(
             update(S)
-            .where(fenced)
-            .values(state=state, lease_until=None, last_error=detail[:2000], updated_at=self.now())
+            .where(fence.to(state))
+            .values(state=state, lease_until=None, last_error=detail[:2000], updated_at=self.ctx.now())
         )
         conn.execute(update(OUT).where(OUT.c.step_id == claim.step_id).values(status="not_sent"))
 
@@ -304,7 +317,7 @@ class RecordMixin(WorkerBase):
         """The claim was taken over while we sent (lease expired): our result is not written."""
         outcome = handed.delivery.outcome
         log.warning("step %s: result %s arrived after the claim was taken over", claim.step_id, outcome)
-        self._event(
+        self.ctx.event(
             conn,
             "late_result_ignored",
             claim.lead_id,
@@ -350,7 +363,7 @@ class RecordMixin(WorkerBase):
             due = plan_due(
                 now,
                 Wait.stored(nxt.wait_days, nxt.wait_seconds),
-                self._window(conn, nxt.campaign_id),
+                self.ctx.window(conn, nxt.campaign_id),
                 load_zone(nxt.timezone or nxt.campaign_tz),
             )
             # Only a real delay moves the next step: rewriting an indexed column for a few
@@ -360,4 +373,4 @@ class RecordMixin(WorkerBase):
         if moves:
             conn.execute(update(S).where(S.c.id == bindparam("sid")).values(due_at=bindparam("due")), moves)
         waiting = {nxt.enrollment_id for nxt in rows}
-        self._complete_finished(conn, {e for e, _ in sent if e not in waiting})
+        self.ctx.complete_finished(conn, {e for e, _ in sent if e not in waiting})

@@ -9,7 +9,7 @@ and its notice commit with whatever made the lead wait, or not at all.
 - `replies.record_reply` (human reply, unsubscribe, absence longer than the pause limit,
   left-the-company notice, hard bounce with another address) through `on_reply`;
 - `replies.hold_probable` (a probable reply: one thread per inbound message);
-- the worker's unknown send outcome (`worker_base._unknown`) through `open_thread_on`, which
+- the worker's unknown send outcome (`WorkerContext.unknown`) through `open_thread_on`, which
   takes the worker's Core `Connection` (a `Session(bind=conn)` joins its transaction).
 
 A new hold site (e.g. a step that failed for good) calls `open_thread(session, ..., lead_id,

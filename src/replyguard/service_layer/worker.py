@@ -17,6 +17,11 @@ T2 re-check   Lock the lead row (the lock the reply transaction takes), read its
               and the send is flagged "crossed" (see docs/architecture.md).
 T3 record     SENT / retry later / FAILED / UNKNOWN, fenced on the token, in the same
               transaction that holds the lead lock.
+
+The worker is composed of one part per concern, sharing one `WorkerContext` (the runtime,
+the transport and the helpers that read and write rows under the same rules): `Claimer`
+(T1, claiming.py), `SendGuard` (T2, send_guard.py), which hands its results to the
+`Recorder` (T3, send_record.py), and `Recovery` (expired leases and pauses, recovery.py).
 """
 
 from __future__ import annotations
@@ -26,21 +31,59 @@ from collections.abc import Callable
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from replyguard.service_layer.claiming import ClaimMixin
-from replyguard.service_layer.recovery import RecoveryMixin
-from replyguard.service_layer.send_guard import SendGuardMixin
-from replyguard.service_layer.worker_base import (
-    Claim,
-    WorkerReport,
-)
+from replyguard.adapters.transports.base import Transport
+from replyguard.service_layer.claiming import Claimer
+from replyguard.service_layer.recovery import Recovery
+from replyguard.service_layer.runtime import Runtime
+from replyguard.service_layer.send_guard import SendGuard
+from replyguard.service_layer.send_record import Recorder
+from replyguard.service_layer.worker_base import Claim, WorkerReport
+from replyguard.service_layer.worker_context import WorkerContext
 
 __all__ = ["Claim", "Worker", "WorkerReport", "run_forever"]
 
 log = logging.getLogger(__name__)
 
 
-class Worker(ClaimMixin, SendGuardMixin, RecoveryMixin):
+class Worker:
     """The guarded worker. `run_once` is one pass; `run_forever` loops it."""
+
+    def __init__(self, app: Runtime, transport: Transport | None = None) -> None:
+        self.ctx = WorkerContext(app, transport)
+        self.claimer = Claimer(self.ctx)
+        self.guard = SendGuard(self.ctx, Recorder(self.ctx))
+        self.recovery = Recovery(self.ctx)
+
+    @property
+    def app(self) -> Runtime:
+        return self.ctx.app
+
+    @property
+    def transport(self) -> Transport:
+        """The transport this worker sends with (the runtime's unless one was given)."""
+        return self.ctx.transport
+
+    def claim(
+        self, report: WorkerReport, limit: int | None = None, *, only_lead: int | None = None
+    ) -> list[Claim]:
+        """T1: claim due steps (`Claimer.claim`)."""
+        return self.claimer.claim(report, limit, only_lead=only_lead)
+
+    def send(self, claim: Claim, report: WorkerReport) -> str:
+        """T2 and T3 for one claim (`SendGuard.send`)."""
+        return self.guard.send(claim, report)
+
+    def send_batch(self, claims: list[Claim], report: WorkerReport) -> list[str]:
+        """T2 and T3 for a batch of claims, one result per claim (`SendGuard.send_batch`)."""
+        return self.guard.send_batch(claims, report)
+
+    def recover(self, limit: int = 200, *, only_lead: int | None = None) -> int:
+        """Expired claims and unknown outcomes (`Recovery.recover`)."""
+        return self.recovery.recover(limit, only_lead=only_lead)
+
+    def resume_paused(self) -> int:
+        """Ended out-of-office pauses (`Recovery.resume_paused`)."""
+        return self.recovery.resume_paused()
 
     def run_once(self, max_batches: int | None = None) -> WorkerReport:
         """Resume ended pauses, recover expired claims, then send everything due now."""

@@ -1,27 +1,23 @@
-"""Shared parts of the guarded worker: tables, values, and the helpers every phase uses."""
+"""Shared parts of the guarded worker: its tables, the values its parts pass to each other, and
+the fence of every write after a claim.
+
+The helpers the parts share live on `worker_context.WorkerContext`.
+"""
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Connection, Table, exists, select, update
+from sqlalchemy import ColumnElement, Table, and_, exists, select
 
 from replyguard.adapters.db import models as m
-from replyguard.adapters.transports.base import Delivery, Transport
-from replyguard.domain.addresses import domain_of
-from replyguard.domain.message_ids import unsubscribe_token
-from replyguard.domain.outgoing import OutgoingEmail
+from replyguard.adapters.transports.base import Delivery
 from replyguard.domain.schedule import SendWindow
-from replyguard.domain.states import OPEN, StepState
-from replyguard.service_layer.holds import hold_for_person
-from replyguard.service_layer.runtime import Runtime
-
-log = logging.getLogger(__name__)
-
+from replyguard.domain.states import StepState, step_move
 
 S = cast(Table, m.Step.__table__)
 L = cast(Table, m.Lead.__table__)
@@ -88,6 +84,36 @@ class Claim:
     mailbox_zone: ZoneInfo | None = None
 
 
+def in_states(column: ColumnElement[Any], states: Sequence[str]) -> ColumnElement[bool]:
+    """The WHERE on a state column for the sources `step_move` or `reply_move` checked.
+
+    A single source is written `state = x`, as the worker has always written it: an
+    executemany (the claim) cannot carry SQLAlchemy's expanding `IN`."""
+    return column == states[0] if len(states) == 1 else column.in_(states)
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """A claimed step as this worker left it. Every write after the claim is fenced: it
+    touches the step only while it still carries this claim's token and this state, so a
+    worker whose lease expired and was taken over changes nothing."""
+
+    step_id: int
+    token: str | None
+    state: StepState
+
+    def where(self) -> ColumnElement[bool]:
+        """The WHERE of a read: the step is still ours and still in `state`."""
+        return and_(S.c.id == self.step_id, S.c.claim_token == self.token, S.c.state == self.state)
+
+    def to(self, target: StepState) -> ColumnElement[bool]:
+        """The WHERE of the UPDATE that moves the step to `target`. The move is checked
+        against the state table: an illegal one raises `IllegalTransition` before any row
+        is touched."""
+        moves = step_move(self.state, target)
+        return and_(S.c.id == self.step_id, S.c.claim_token == self.token, in_states(S.c.state, moves))
+
+
 @dataclass(frozen=True, slots=True)
 class Handed:
     """What became of one email at the hand-over: the transport's answer, or that our own last
@@ -130,122 +156,3 @@ def _count(report: WorkerReport, result: str) -> None:
     if result in _COUNTED:
         setattr(report, result, getattr(report, result) + 1)
     report.outcomes[result] = report.outcomes.get(result, 0) + 1
-
-
-class WorkerBase:
-    """What every part of the worker shares: the app, the transport, and the small helpers
-    that read and write rows under the same rules."""
-
-    def __init__(self, app: Runtime, transport: Transport | None = None) -> None:
-        self.app = app
-        self.engine = app.engine
-        self.transport = transport or app.transport
-        self.ws = app.workspace_id
-        self.postgres = app.postgres
-        self._windows: dict[int, SendWindow] = {}
-
-    def now(self) -> datetime:
-        return self.app.clock.now()
-
-    def _window(self, conn: Connection, campaign_id: int) -> SendWindow:
-        window = self._windows.get(campaign_id)
-        if window is None:
-            row = conn.execute(
-                select(C.c.window_days, C.c.window_start, C.c.window_end).where(C.c.id == campaign_id)
-            ).one()
-            window = SendWindow.parse(row.window_days.split(","), row.window_start, row.window_end)
-            self._windows[campaign_id] = window
-        return window
-
-    def _lock_leads(self, conn: Connection, lead_ids: list[int]) -> dict[int, Any]:
-        """Lock lead rows in id order (the order every transaction uses: no deadlock cycles)."""
-        query = (
-            select(L.c.id, L.c.reply_state, L.c.paused_until)
-            .where(L.c.id.in_(sorted(set(lead_ids))))
-            .order_by(L.c.id)
-        )
-        if self.postgres:
-            query = query.with_for_update(key_share=True)
-        return {row.id: row for row in conn.execute(query)}
-
-    def _lock_lead(self, conn: Connection, lead_id: int, *, skip_locked: bool = False) -> Any:
-        query = select(L.c.id, L.c.reply_state, L.c.paused_until, L.c.contact_id).where(L.c.id == lead_id)
-        if self.postgres:
-            # FOR NO KEY UPDATE: conflicts with the reply transaction's FOR UPDATE, and lets
-            # this transaction update the lead itself (an unknown outcome holds it).
-            query = query.with_for_update(key_share=True, skip_locked=skip_locked)
-        return conn.execute(query).one_or_none()
-
-    def _email(self, conn: Connection, step_id: int) -> OutgoingEmail:
-        return self._email_from_row(conn.execute(_SEND_ROWS.where(S.c.id == step_id)).one())
-
-    def _email_from_row(self, row: Any) -> OutgoingEmail:
-        token = unsubscribe_token(row.secret, row.send_key)
-        local, _, domain = row.from_address.partition("@")
-        return OutgoingEmail(
-            send_key=row.send_key,
-            message_id=row.message_id,
-            from_name=row.from_name,
-            from_address=row.from_address,
-            to_name=row.to_name,
-            to_address=row.to_address,
-            subject=row.subject,
-            body=row.body,
-            date=self.now(),
-            in_reply_to=row.in_reply_to,
-            references=row.references,
-            unsubscribe_url=f"{self.app.settings.public_url}/u/{token}",
-            unsubscribe_mailto=f"{local}+unsubscribe-{token}@{domain or domain_of(row.from_address)}",
-        )
-
-    def _unknown(
-        self, conn: Connection, step_id: int, lead_id: int, where: Any, detail: str, *, hold: bool
-    ) -> None:
-        """Nobody can tell whether it went out: never resend; hold the lead for a person.
-
-        `hold=False` (a reply or a stop had asked to cancel the step): the lead already belongs
-        to a person and keeps its state; the step is still shown in its rescue thread."""
-        now = self.now()
-        conn.execute(
-            update(S)
-            .where(where)
-            .values(state=StepState.UNKNOWN, lease_until=None, last_error=detail[:2000], updated_at=now)
-        )
-        conn.execute(update(OUT).where(OUT.c.step_id == step_id).values(status="unknown"))
-        self._event(conn, "send_outcome_unknown", lead_id, step_id, detail=detail)
-        hold_for_person(
-            conn,
-            workspace_id=self.ws,
-            lead_id=lead_id,
-            step_id=step_id,
-            now=now,
-            kind="unknown_outcome",
-            reason=f"a send's outcome is unknown ({detail[:200]}): check whether it reached the lead",
-            settings=self.app.settings,
-            move=hold,
-        )
-
-    def _complete_finished(self, conn: Connection, enrollment_ids: set[int]) -> None:
-        """An enrollment completes only when none of its steps is left to send or decide."""
-        if not enrollment_ids:
-            return
-        open_steps = exists().where(S.c.enrollment_id == E.c.id, S.c.state.in_(list(OPEN)))
-        conn.execute(
-            update(E)
-            .where(E.c.id.in_(sorted(enrollment_ids)), E.c.state == "active", ~open_steps)
-            .values(state="completed")
-        )
-
-    def _event(
-        self, conn: Connection, kind: str, lead_id: int | None, step_id: int | None, /, **data: Any
-    ) -> None:
-        conn.execute(
-            EV.insert().values(
-                workspace_id=self.ws,
-                lead_id=lead_id,
-                step_id=step_id,
-                kind=kind,
-                at=self.now(),
-                data=data,
-            )
-        )
