@@ -15,14 +15,14 @@ from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.inbound.classify import Classification
-from replyguard.domain.states import ReplyKind
+from replyguard.domain.states import ReplyKind, StepState
 from replyguard.service_layer import ingest, notices, replies, send_guard
 from replyguard.service_layer.ingest import IngestResult
 from replyguard.service_layer.recovery import Recovery
 from replyguard.service_layer.replies import IncomingReply, ReplyEffect, ReplyOutcome
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.worker import Worker
-from replyguard.service_layer.worker_base import S
+from replyguard.service_layer.worker_base import Fence, S
 from tests.support.scenario import Q1, REPORTS, load_examples, reply
 
 CANARY = "team@ours.test"
@@ -140,12 +140,14 @@ def blind_retry(monkeypatch: pytest.MonkeyPatch) -> None:
         conn: Connection,
         step_id: int,
         lead_id: int,
-        fenced: Any,
+        fence: Fence,
         cancel_requested: bool,
         now: datetime,
     ) -> None:
         self.ctx.transport.send(self.ctx.email(conn, step_id))
-        conn.execute(update(S).where(fenced).values(state="sent", sent_at=now, lease_until=None))
+        conn.execute(
+            update(S).where(fence.to(StepState.SENT)).values(state="sent", sent_at=now, lease_until=None)
+        )
 
     monkeypatch.setattr(Recovery, "_reconcile", resend)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -372,3 +373,44 @@ def test_sqlite_a_reply_after_the_marker_stops_the_send_before_the_point_of_no_r
     assert _outbox(app) == []
     assert step_counts(app, email, "P") == {"cancelled": 3}
     assert lead_state(app, email, "P") == "replied"
+
+
+class _ReplyBeforeSecondConnection:
+    """The worker's engine, with a reply recorded just before its second connection: between
+    recovery's scan for expired leases and the lead lock it takes to act on one."""
+
+    def __init__(self, engine: Any, reply_now: Callable[[], object]) -> None:
+        self.engine, self.reply_now, self.connections = engine, reply_now, 0
+
+    def connect(self) -> Any:
+        self.connections += 1
+        if self.connections == 2:
+            self.reply_now()
+        return self.engine.connect()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.engine, name)
+
+
+@pytest.mark.parametrize("probing", [True, False], ids=["maildir", "no-probe"])
+def test_a_reply_between_recoverys_scan_and_its_lock_keeps_the_step_cancelled(
+    app: App, clock: FixedClock, probing: bool
+) -> None:
+    # A worker died holding a claim; its lease expired. Recovery finds the step, then a reply
+    # cancels it before recovery locks the lead: the step must stay cancelled — not revived
+    # (a probing transport said "not sent"), not an unknown outcome nobody ever handed over.
+    [email] = simple_workspace(app, 1)
+    clock.advance(timedelta(hours=4))
+    [claim] = Worker(app).claim(WorkerReport())
+    clock.advance(app.settings.lease + timedelta(seconds=1))
+    later = Worker(app, None if probing else ScriptedTransport())
+    later.ctx.engine = _ReplyBeforeSecondConnection(app.engine, lambda: reply(app, email, "P"))  # type: ignore[assignment]
+    assert later.recover() == 0
+    with app.uow() as uow:
+        step = uow.session.get_one(m.Step, claim.step_id)
+        assert (step.state, step.cancel_reason) == ("cancelled", "reply:human_reply")
+        kinds = set(uow.session.scalars(select(m.Event.kind).where(m.Event.step_id == claim.step_id)))
+    assert not kinds & {"send_reconciled", "send_outcome_unknown"}
+    assert lead_state(app, email, "P") == "replied"
+    Worker(app).run_once()
+    assert step_counts(app, email, "P").get("sent") is None  # nothing follows the reply

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Connection, and_, select, update
+from sqlalchemy import Connection, select, update
 
 from replyguard.adapters.transports.base import Probe
 from replyguard.domain.states import ReplyState, StepState, reply_move
@@ -68,9 +67,13 @@ class Recovery:
                     )
                     ctx.event(conn, "claim_expired", row.lead_id, row.id)
                     continue
-                # Not a `Fence`: the state read here is not always SENDING (see `_reconcile`).
-                fenced = and_(S.c.id == row.id, S.c.claim_token == step.claim_token, S.c.state == step.state)
-                self._reconcile(conn, row.id, row.lead_id, fenced, step.cancel_requested, now)
+                if step.state != StepState.SENDING:
+                    # Between the scan and the lead lock a reply (or a stop) cancelled it, or a
+                    # worker finished it: it is no longer abandoned, and nothing may move it.
+                    recovered -= 1
+                    continue
+                fence = Fence(row.id, step.claim_token, StepState.SENDING)
+                self._reconcile(conn, row.id, row.lead_id, fence, step.cancel_requested, now)
         return recovered
 
     def _reconcile(
@@ -78,23 +81,20 @@ class Recovery:
         conn: Connection,
         step_id: int,
         lead_id: int,
-        fenced: Any,
+        fence: Fence,
         cancel_requested: bool,
         now: datetime,
     ) -> None:
         """Ask the transport what became of a send whose worker stopped; write what it proves.
 
-        `fenced` is the step as `recover` read it under the lead lock: SENDING, but for one
-        race, which is why these writes are not built with `step_move`. A reply (or a stop)
-        that cancels a CLAIMED step whose lease had expired, between the scan in `recover` and
-        the lead lock, leaves it CANCELLED with its lease, and it arrives here; each move below
-        would then start from CANCELLED, which the state table does not allow."""
+        `fence` is the step as `recover` read it under the lead lock: SENDING, with the dead
+        worker's token; every write below is a move of the state table from there."""
         ctx = self.ctx
         probe = ctx.transport.probe(ctx.email(conn, step_id)) if ctx.transport.can_probe else Probe.UNKNOWN
         if probe is Probe.SENT:
             conn.execute(
                 update(S)
-                .where(fenced)
+                .where(fence.to(StepState.SENT))
                 .values(
                     state=StepState.SENT,
                     sent_at=now,
@@ -122,7 +122,7 @@ class Recovery:
             state = StepState.CANCELLED if cancel_requested else StepState.SCHEDULED
             conn.execute(
                 update(S)
-                .where(fenced)
+                .where(fence.to(state))
                 .values(state=state, claim_token=None, lease_until=None, send_day=None, updated_at=now)
             )
             conn.execute(update(OUT).where(OUT.c.step_id == step_id).values(status="not_sent"))
@@ -132,7 +132,7 @@ class Recovery:
                 conn,
                 step_id,
                 lead_id,
-                fenced,
+                fence.to(StepState.UNKNOWN),
                 "worker stopped during the send",
                 hold=not cancel_requested,
             )

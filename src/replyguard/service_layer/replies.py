@@ -29,6 +29,7 @@ from replyguard.domain.states import (
     ReplyState,
     StepState,
     check_reply_move,
+    step_move,
 )
 from replyguard.service_layer import threads
 from replyguard.service_layer.enrollment import campaign_window
@@ -270,8 +271,10 @@ def cancel_queued_steps(uow: UnitOfWork, lead_id: int, *, reason: str) -> tuple[
     now = uow.clock.now()
     cancelled = uow.session.execute(
         update(m.Step)
-        .where(m.Step.lead_id == lead_id, m.Step.state.in_(list(CANCELLABLE)))
-        .values(state=StepState.CANCELLED, cancel_reason=reason, claim_token=None, updated_at=now)
+        .where(m.Step.lead_id == lead_id, m.Step.state.in_(step_move(CANCELLABLE, StepState.CANCELLED)))
+        .values(
+            state=StepState.CANCELLED, cancel_reason=reason, claim_token=None, lease_until=None, updated_at=now
+        )
         .execution_options(synchronize_session=False)
     ).rowcount  # type: ignore[attr-defined]
     in_flight = uow.session.execute(
