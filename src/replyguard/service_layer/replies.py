@@ -273,7 +273,11 @@ def cancel_queued_steps(uow: UnitOfWork, lead_id: int, *, reason: str) -> tuple[
         update(m.Step)
         .where(m.Step.lead_id == lead_id, m.Step.state.in_(step_move(CANCELLABLE, StepState.CANCELLED)))
         .values(
-            state=StepState.CANCELLED, cancel_reason=reason, claim_token=None, lease_until=None, updated_at=now
+            state=StepState.CANCELLED,
+            cancel_reason=reason,
+            claim_token=None,
+            lease_until=None,
+            updated_at=now,
         )
         .execution_options(synchronize_session=False)
     ).rowcount  # type: ignore[attr-defined]

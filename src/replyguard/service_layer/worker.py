@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from replyguard.adapters.transports.base import Transport
@@ -37,18 +39,39 @@ from replyguard.service_layer.recovery import Recovery
 from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.send_guard import SendGuard
 from replyguard.service_layer.send_record import Recorder
-from replyguard.service_layer.worker_base import Claim, WorkerReport
+from replyguard.service_layer.worker_base import Claim, S, WorkerReport
 from replyguard.service_layer.worker_context import WorkerContext
 
-__all__ = ["Claim", "Worker", "WorkerReport", "run_forever"]
+__all__ = ["Claim", "SendLine", "Worker", "WorkerReport", "run_forever"]
 
 log = logging.getLogger(__name__)
 
 
-class Worker:
-    """The guarded worker. `run_once` is one pass; `run_forever` loops it."""
+@dataclass(frozen=True, slots=True)
+class SendLine:
+    """What became of one claimed email, for a person watching the worker (one log line)."""
 
-    def __init__(self, app: Runtime, transport: Transport | None = None) -> None:
+    step_id: int
+    position: int
+    to_address: str
+    subject: str
+    result: str  # sent, refused, retried, failed, unknown, stale, deferred, paused, ...
+
+
+class Worker:
+    """The guarded worker. `run_once` is one pass; `run_forever` loops it.
+
+    `on_result`, when given, hears of every claimed email as its batch is recorded (the CLI's
+    one line per send or refusal); it costs one read of the batch's steps, after the commit."""
+
+    def __init__(
+        self,
+        app: Runtime,
+        transport: Transport | None = None,
+        *,
+        on_result: Callable[[SendLine], None] | None = None,
+    ) -> None:
+        self.on_result = on_result
         self.ctx = WorkerContext(app, transport)
         self.claimer = Claimer(self.ctx)
         self.guard = SendGuard(self.ctx, Recorder(self.ctx))
@@ -98,8 +121,26 @@ class Worker:
             batches += 1
             size = self.app.settings.send_batch or (10 if self.transport.can_probe else 1)
             for start in range(0, len(claims), size):
-                self.send_batch(claims[start : start + size], report)
+                batch = claims[start : start + size]
+                results = self.send_batch(batch, report)
+                if self.on_result is not None:
+                    self._tell(batch, results)
         return report
+
+    def _tell(self, batch: list[Claim], results: list[str]) -> None:
+        assert self.on_result is not None
+        ids = [claim.step_id for claim in batch]
+        with self.ctx.engine.connect() as conn:
+            rows = {
+                row.id: row
+                for row in conn.execute(
+                    select(S.c.id, S.c.position, S.c.to_address, S.c.subject).where(S.c.id.in_(ids))
+                )
+            }
+        for claim, result in zip(batch, results, strict=True):
+            row = rows.get(claim.step_id)
+            if row is not None:
+                self.on_result(SendLine(row.id, row.position, row.to_address, row.subject, result))
 
 
 def run_forever(
