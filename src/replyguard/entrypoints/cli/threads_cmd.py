@@ -300,7 +300,7 @@ def threads_done(ctx: typer.Context, thread_id: ThreadId, by: By = None, as_json
 
 
 @threads_app.command("draft")
-def threads_draft(ctx: typer.Context, thread_id: ThreadId) -> None:
+def threads_draft(ctx: typer.Context, thread_id: ThreadId, as_json: AsJson = False) -> None:
     """Ask the configured model (REPLYGUARD_MODEL_URL) for a draft now."""
     from replyguard.adapters.model_client import ModelClient
     from replyguard.service_layer.drafting import draft_thread
@@ -320,4 +320,9 @@ def threads_draft(ctx: typer.Context, thread_id: ThreadId) -> None:
         fail(str(exc))
     finally:
         client.close()
-    (out if ok else err).print("draft written" if ok else "the model failed; the template draft stays")
+    if as_json:
+        emit_json({"thread_id": thread_id, "drafted": ok})
+    if not ok:
+        err.print("the model failed; the template draft stays")
+    elif not as_json:
+        out.print("draft written")
