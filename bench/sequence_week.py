@@ -521,6 +521,7 @@ def run(plan: Plan, seed: int, admin_url: str = DEFAULT_DB, console: Console | N
             env = {
                 **os.environ,
                 "REPLYGUARD_TRANSPORT": server.url(timeout=2),
+                "REPLYGUARD_PUBLIC_URL": "https://replyguard.week.test",  # SMTP needs a public URL
                 "REPLYGUARD_LEASE_SECONDS": str(6 * 3600),
                 "REPLYGUARD_RETRY_BASE_SECONDS": "120",
                 "REPLYGUARD_SIM_START": START.isoformat(),

@@ -78,6 +78,8 @@ CLI = [sys.executable, "-c", "from replyguard.entrypoints.cli.app import main; m
 #: The same command line with the send guard broken (test-only; see the file's docstring).
 BROKEN_CLI = [sys.executable, str(ROOT / "bench" / "broken_guard_worker.py")]
 START = datetime(2026, 12, 7, 10, 0, tzinfo=UTC)  # a Monday; the campaign sends all day anyway
+#: The workers send by SMTP, which they refuse with unsubscribe links to localhost.
+PUBLIC_URL = "https://replyguard.torture.test"
 HARNESS_APP = "rg-torture"  # our own sessions, which pg_terminate_backend must spare
 
 #: The send path's failpoints; claim-level points are hit once per batch, so armed more often.
@@ -289,6 +291,7 @@ class Workers:
         return {
             **os.environ,
             "REPLYGUARD_TRANSPORT": self.smtp_url,
+            "REPLYGUARD_PUBLIC_URL": PUBLIC_URL,
             "REPLYGUARD_LEASE_SECONDS": str(self.profile.lease),
             "REPLYGUARD_RETRY_BASE_SECONDS": "2",
             "REPLYGUARD_FAILPOINTS": ",".join(armed),
@@ -528,7 +531,12 @@ def final_recovery(
     accepts everything, until a pass finds nothing to claim or recover."""
     at = clock.now() + timedelta(seconds=lease + 60)
     passes: list[dict[str, Any]] = []
-    env = {**os.environ, "REPLYGUARD_TRANSPORT": smtp_url, "REPLYGUARD_LEASE_SECONDS": str(lease)}
+    env = {
+        **os.environ,
+        "REPLYGUARD_TRANSPORT": smtp_url,
+        "REPLYGUARD_PUBLIC_URL": PUBLIC_URL,
+        "REPLYGUARD_LEASE_SECONDS": str(lease),
+    }
     env.pop("REPLYGUARD_FAILPOINTS", None)
     command = [*CLI, "--db", url, "--now", at.isoformat(), "worker", "--once", "--json"]
     for _ in range(10):

@@ -32,6 +32,12 @@ from replyguard.service_layer.failpoints import Failpoints
 from replyguard.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# pytest-xdist's workers start with COLUMNS=80. A Rich console created while it is set keeps
+# that width for good, and the CLI's consoles are created when its module is first imported
+# (while tests are collected): every CLI call of a test gives its own COLUMNS instead
+# (tests/support/cli.py), which a console created without it reads when it prints.
+os.environ.pop("COLUMNS", None)
 EXAMPLES = ROOT / "examples"
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 _PG_STATE: dict[str, str | None] = {}

@@ -41,6 +41,10 @@ def _bytes(name: str, default: int) -> int:
     return int(raw)
 
 
+#: The public URL when REPLYGUARD_PUBLIC_URL is not set: right for a trial on this machine only.
+DEFAULT_PUBLIC_URL = "http://localhost:8000"
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     #: How long a claim stays valid before another worker may recover it. Must exceed the
@@ -61,7 +65,9 @@ class Settings:
     #: Out-of-office: pause when no return date is found, and the longest pause we trust.
     default_pause: timedelta = timedelta(days=7)
     max_pause: timedelta = timedelta(days=60)
-    public_url: str = "http://localhost:8000"
+    #: Where `replyguard serve` is reached from outside: List-Unsubscribe links and the links
+    #: in notices start with it (REPLYGUARD_PUBLIC_URL).
+    public_url: str = DEFAULT_PUBLIC_URL
     poll_interval: float = 1.0
     #: Inbound webhook secrets. A provider whose secret is missing is disabled (its endpoint
     #: answers 404), never open. Kept out of repr so that they are never logged.
@@ -85,6 +91,11 @@ class Settings:
     #: believed. Empty: the topmost header is (see domain/authentication.py).
     authserv_ids: tuple[str, ...] = ()
 
+    @property
+    def public_url_unset(self) -> bool:
+        """REPLYGUARD_PUBLIC_URL was not set: unsubscribe links point at this machine."""
+        return self.public_url == DEFAULT_PUBLIC_URL
+
     @classmethod
     def from_env(cls) -> Settings:
         defaults = cls()
@@ -95,7 +106,7 @@ class Settings:
                 "REPLYGUARD_DEFAULT_PAUSE_SECONDS", defaults.default_pause.total_seconds()
             ),
             max_pause=_seconds("REPLYGUARD_MAX_PAUSE_SECONDS", defaults.max_pause.total_seconds()),
-            public_url=os.environ.get("REPLYGUARD_PUBLIC_URL", defaults.public_url).rstrip("/"),
+            public_url=(os.environ.get("REPLYGUARD_PUBLIC_URL") or defaults.public_url).rstrip("/"),
             mailgun_signing_key=_secret("REPLYGUARD_MAILGUN_SIGNING_KEY"),
             postmark_user=_secret("REPLYGUARD_POSTMARK_USER"),
             postmark_password=_secret("REPLYGUARD_POSTMARK_PASSWORD"),

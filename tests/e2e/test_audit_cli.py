@@ -68,7 +68,8 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
         cli.ok("campaign", "create", str(EXAMPLES / "campaign.toml"))
         cli.ok("leads", "import", str(EXAMPLES / "leads.csv"), "--product", PRODUCT)
         cli.ok("enroll", "--campaign", CAMPAIGN, now=ENROLLED)
-        cli.ok("worker", "--once", now=SENDING)
+        # REPLYGUARD_PUBLIC_URL stays unset: `audit --config` must find it (below).
+        cli.ok("worker", "--once", "--allow-localhost-unsubscribe", now=SENDING)
         yield cli
 
 

@@ -89,7 +89,10 @@ class Workspace:
         """`replyguard worker --once` every `hours` from `start` to `end` (simulated time)."""
         now, last = instant(start), instant(end)
         while now <= last:
-            args = (["--transport", transport] if transport else []) + ["worker", "--once"]
+            # A transport given here is a relay that is not there: where the unsubscribe links
+            # point does not matter, so the refusal of localhost links over SMTP is waived.
+            args = ["--transport", transport] if transport else []
+            args += ["worker", "--once"] + ["--allow-localhost-unsubscribe"] * bool(transport)
             result = self.run(*args, now=now.isoformat())
             assert result.returncode == 0, f"worker tick at {now.isoformat()}: {result.stderr}"
             assert "Traceback" not in result.stderr
@@ -373,10 +376,11 @@ def test_a_template_failing_for_some_leads_skips_them_with_the_reason(ws: Worksp
     ws.ok("campaign", "create", "fragile.toml")
     # Same mailbox as the running example campaign: its leads are mid-sequence there.
     result = ws.run("enroll", "--campaign", "Fragile", now=ENROLLED_AT)
+    assert result.returncode == 1, result.stderr  # skipped leads: not done, like skipped rows
     assert "0 enrolled, 0 already enrolled, 8 skipped" in result.stdout
     assert "still mid-sequence in campaign 'Q1 reporting outreach' from the same mailbox" in result.stderr
     result = ws.run("enroll", "--campaign", "Fragile", "--allow-parallel", now=ENROLLED_AT)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
     assert (
         "skipped priya@fernhollow.test: step 1 body: cannot be rendered: ZeroDivisionError" in result.stderr
@@ -421,6 +425,36 @@ def test_bad_reply_options_change_nothing(ws: Workspace) -> None:
     assert "'next tuesday'" in stderr
     priya = ws.lead("priya@fernhollow.test")["lead"]
     assert (priya["reply_state"], priya["steps"]["queued"], priya["last_reply_id"]) == ("active", 3, None)
+
+
+def test_reply_options_that_cannot_apply_are_refused(ws: Workspace) -> None:
+    base = ("reply", "record", "--lead", "priya@fernhollow.test", "--product", PRODUCT)
+    now = "2026-12-08T12:00:00Z"
+    away = (*base, "--kind", "out_of_office")
+    stderr = ws.fails(*away, "--until", "2026-12-07", code=2, now=now)
+    assert "--until 2026-12-07 is in the past (today is 2026-12-08)" in stderr
+    stderr = ws.fails(*base, "--until", "2026-12-21", code=2, now=now)  # a human reply has no return
+    assert "--until applies to --kind out_of_office only" in stderr
+    priya = ws.lead("priya@fernhollow.test")["lead"]
+    assert (priya["reply_state"], priya["steps"]["queued"], priya["last_reply_id"]) == ("active", 3, None)
+    assert ws.json(*away, "--until", "2026-12-09", now=now)["lead_state"] == "out_of_office"
+    ws.ok(*away, "--until", "2026-12-08", now=now)  # back today: not in the past
+
+
+def test_approving_a_step_the_campaign_does_not_have_is_an_error(ws: Workspace) -> None:
+    stderr = ws.fails("steps", "approve", "--campaign", CAMPAIGN, "--step", "0", code=1)
+    assert f"campaign {CAMPAIGN!r} has no step 0 (its steps: 1, 2, 3)" in stderr
+    assert ws.lead("priya@fernhollow.test")["lead"]["steps"]["awaiting_approval"] == 1
+    assert "8 steps approved" in ws.ok("steps", "approve", "--campaign", CAMPAIGN, "--step", "3")
+
+
+def test_names_print_as_they_are(ws: Workspace) -> None:
+    odd = "Reports [beta]"
+    ws.ok("leads", "import", str(EXAMPLES / "leads.csv"), "--product", odd, "--create-product")
+    stopped = ws.ok("leads", "stop", "priya@fernhollow.test", "--product", odd)
+    assert "priya@fernhollow.test in Reports [beta]: active -> stopped" in stopped
+    shown = ws.ok("leads", "show", "priya@fernhollow.test")
+    assert odd in shown and "\\[" not in shown + stopped
 
 
 def test_bad_global_options(ws: Workspace) -> None:
@@ -472,6 +506,56 @@ def test_ingest_mbox_maildir_and_stdin_through_the_cli(ws: Workspace) -> None:
     assert [item["message_id"] for item in unmatched] == ["<s1@nowhere.test>"]
     missing = ws.fails("ingest", str(ws.root / "nope.eml"), code=2)
     assert "no such file" in missing
+
+
+def test_a_file_that_is_not_an_email_is_refused_and_nothing_is_stored(ws: Workspace) -> None:
+    reply = "From: who@nowhere.test\nSubject: hello\nMessage-ID: <s2@nowhere.test>\n\nHi\n"
+    (ws.root / "reply.eml").write_text(reply)
+    (ws.root / "notes.md").write_text("# My notes\n\nFrom: this is not a header line\n")
+    (ws.root / "empty.eml").write_bytes(b"")
+    result = ws.run("ingest", "notes.md", "reply.eml", "empty.eml", "--json")
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.splitlines() == [
+        "error: notes.md: not an email: no header section (an email begins with lines like "
+        "'From: ...'); not stored",
+        "error: empty.eml: not an email: it is empty; not stored",
+    ]
+    report = json.loads(result.stdout)
+    assert report["counts"] == {"not_mail": 2, "unmatched": 1}  # the email between them is stored
+    [stored] = ws.json("inbound", "list", "--status", "all")
+    assert (stored["message_id"], stored["source"]) == ("<s2@nowhere.test>", "file:reply.eml")
+    # A long path keeps its end, within the column's 40 characters.
+    deep = ws.root / ("a-folder-with-a-rather-long-name-" * 2) / "unmatched-reply.eml"
+    deep.parent.mkdir()
+    deep.write_text(reply.replace("s2@", "s3@"))
+    ws.ok("ingest", str(deep))
+    source = ws.json("inbound", "list", "--status", "all")[-1]["source"]
+    assert len(source) == 40 and source.startswith("file:…") and source.endswith("/unmatched-reply.eml")
+    # What an MTA pipes in exists nowhere else: stored whatever it is.
+    piped = ws.run("ingest", "-", input=b"# not mail either\n")
+    assert piped.returncode == 0, piped.stderr
+    kept = ws.json("inbound", "list", "--status", "unparsable")
+    assert [item["source"] for item in kept] == ["stdin"]
+
+
+def test_unsubscribe_links_to_localhost_are_said_and_refused_over_smtp(ws: Workspace) -> None:
+    result = ws.run("worker", "--once", now=ENROLLED_AT)  # the Maildir of a trial: a warning
+    assert result.returncode == 0
+    assert result.stderr.splitlines() == [
+        "warning: REPLYGUARD_PUBLIC_URL is not set: List-Unsubscribe links point at "
+        "http://localhost:8000 (fine on this machine, unreachable for recipients)"
+    ]
+    smtp = ("--transport", "smtp://127.0.0.1:9?timeout=1")
+    stderr = ws.fails(*smtp, "worker", "--once", code=2, now=ENROLLED_AT)
+    assert "set REPLYGUARD_PUBLIC_URL" in stderr and "--allow-localhost-unsubscribe" in stderr
+    allowed = ws.run(*smtp, "worker", "--once", "--allow-localhost-unsubscribe", now=ENROLLED_AT)
+    assert allowed.returncode == 0 and len(allowed.stderr.splitlines()) == 1
+    public = run_cli(
+        ["--db", ws.db, *smtp, "worker", "--once"],
+        env={**ws.env(), "REPLYGUARD_PUBLIC_URL": "https://rg.northwind.test"},
+        cwd=ws.root,
+    )
+    assert (public.returncode, public.stderr) == (0, "")
 
 
 def test_a_stranger_waits_for_a_person_through_the_cli(ws: Workspace) -> None:

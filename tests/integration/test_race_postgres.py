@@ -43,7 +43,12 @@ CLI = [sys.executable, "-c", "from replyguard.entrypoints.cli.app import main; m
 def _worker(url: str, now: str, smtp_url: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [*CLI, "--db", url, "--now", now, "worker", "--once", "--json"],
-        env={**os.environ, "REPLYGUARD_TRANSPORT": smtp_url, **(env or {})},
+        env={
+            **os.environ,
+            "REPLYGUARD_TRANSPORT": smtp_url,
+            "REPLYGUARD_PUBLIC_URL": "https://replyguard.race.test",  # SMTP needs a public URL
+            **(env or {}),
+        },
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -54,3 +54,24 @@ def test_a_layer_imports_nothing_above_it(layer: str) -> None:
         if any(name == banned or name.startswith(banned + ".") for banned in FORBIDDEN[layer])
     ]
     assert offences == []
+
+
+#: The command line calls services; it builds no query and opens no session of its own.
+#: (`sqlalchemy.exc` for the errors it reports and `sqlalchemy.engine` for reading a URL are fine.)
+CLI_NEVER = ("sqlalchemy", "sqlalchemy.orm", "sqlalchemy.sql", "replyguard.adapters.db.models")
+
+
+def test_the_cli_does_not_query_the_database() -> None:
+    offences = []
+    for path in sorted((PACKAGE / "entrypoints" / "cli").rglob("*.py")):
+        offences += [
+            f"{path.name}:{line} imports {name}"
+            for line, name in imports_of(path)
+            if name in CLI_NEVER or name.startswith(("sqlalchemy.orm.", "sqlalchemy.sql."))
+        ]
+        offences += [
+            f"{path.name}:{node.lineno} reaches into a session"
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Attribute) and node.attr == "session"
+        ]
+    assert offences == []

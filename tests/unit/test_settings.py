@@ -41,3 +41,22 @@ def test_send_batch_is_automatic_unless_set(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("REPLYGUARD_SEND_BATCH", "0")
     with pytest.raises(ValueError, match="REPLYGUARD_SEND_BATCH"):
         Settings.from_env()
+
+
+@pytest.mark.parametrize(
+    ("value", "url", "unset"),
+    [
+        (None, "http://localhost:8000", True),
+        ("", "http://localhost:8000", True),  # set but empty: the same as not set
+        ("https://rg.example.test/", "https://rg.example.test", False),
+    ],
+)
+def test_the_public_url_and_whether_it_was_set(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, url: str, unset: bool
+) -> None:
+    if value is None:
+        monkeypatch.delenv("REPLYGUARD_PUBLIC_URL", raising=False)
+    else:
+        monkeypatch.setenv("REPLYGUARD_PUBLIC_URL", value)
+    settings = Settings.from_env()
+    assert (settings.public_url, settings.public_url_unset) == (url, unset)

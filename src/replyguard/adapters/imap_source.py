@@ -142,6 +142,10 @@ def parse_imap_url(url: str, folder: str | None = None) -> ImapSource:
         raise ImapUrlError("use imaps://user:password@host[:port]/FOLDER (or imap:// with STARTTLS)")
     if parts.username is None or parts.password is None:
         raise ImapUrlError(f"the IMAP URL for {parts.hostname} needs user:password@")
+    try:
+        port = parts.port
+    except ValueError:  # urllib's own words would not say which part of the URL is wrong
+        raise ImapUrlError(f"the IMAP URL for {parts.hostname} has a port that is not a number") from None
     tls: Tls = "ssl"
     if parts.scheme == "imap":
         starttls = parse_qs(parts.query).get("starttls", ["yes"])[-1].lower()
@@ -150,7 +154,7 @@ def parse_imap_url(url: str, folder: str | None = None) -> ImapSource:
             raise ImapUrlError("plain IMAP without STARTTLS is only allowed to a loopback host")
     return ImapSource(
         host=parts.hostname,
-        port=parts.port or (993 if tls == "ssl" else 143),
+        port=port or (993 if tls == "ssl" else 143),
         user=unquote(parts.username),
         password=unquote(parts.password),
         folder=folder or unquote(parts.path.lstrip("/")) or "INBOX",

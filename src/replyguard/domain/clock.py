@@ -56,7 +56,12 @@ def ensure_aware(value: datetime) -> datetime:
 
 def parse_instant(text: str) -> datetime:
     """Parse an ISO-8601 instant as given to `--now`; a value without offset means UTC."""
-    value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"--now (REPLYGUARD_NOW) must be a time like 2026-12-07T09:00:00Z, got {text!r}"
+        ) from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC)

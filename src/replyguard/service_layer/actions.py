@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.states import Actor, ReplyState, StepState, check_reply_move
-from replyguard.service_layer.campaigns import find_campaign
+from replyguard.service_layer.campaigns import check_position, find_campaign
 from replyguard.service_layer.leads import find_lead
 from replyguard.service_layer.replies import cancel_queued_steps
 from replyguard.service_layer.step_decisions import skip
@@ -21,8 +23,11 @@ def approve_steps(
     position: int | None = None,
     approver: str = "cli",
 ) -> int:
-    """Move steps waiting for approval to SCHEDULED. Returns how many were approved."""
+    """Move steps waiting for approval to SCHEDULED. Returns how many were approved.
+    LookupError for an unknown campaign or lead, or a position none of the campaign's steps has."""
     campaign = find_campaign(uow, campaign_name)
+    if position is not None:
+        check_position(uow, campaign, position)
     query = (
         select(m.Step)
         .join(m.Enrollment, m.Enrollment.id == m.Step.enrollment_id)
@@ -51,7 +56,16 @@ def approve_steps(
     return approved
 
 
-def set_lead_state(uow: UnitOfWork, email: str, product: str, target: ReplyState, *, why: str) -> str:
+@dataclass(frozen=True, slots=True)
+class LeadMoved:
+    lead_id: int
+    before: str
+    after: str
+    cancelled: int = 0  # queued steps cancelled by a stop
+    in_flight: int = 0  # steps being sent as it stopped: marked, never retried
+
+
+def set_lead_state(uow: UnitOfWork, email: str, product: str, target: ReplyState, *, why: str) -> LeadMoved:
     """A person moves a lead (stop, resume). Stopping cancels its queued steps."""
     lead = find_lead(uow, email, product)
     uow.lock_leads([lead.id])
@@ -64,9 +78,10 @@ def set_lead_state(uow: UnitOfWork, email: str, product: str, target: ReplyState
     if target is ReplyState.ACTIVE:
         lead.paused_until = None
     uow.add_event("lead_state_set", lead_id=lead.id, before=previous, after=target, by="person", why=why)
+    cancelled = in_flight = 0
     if target is ReplyState.STOPPED:
-        cancel_queued_steps(uow, lead.id, reason="stopped by a person")
-    return str(previous)
+        cancelled, in_flight = cancel_queued_steps(uow, lead.id, reason="stopped by a person")
+    return LeadMoved(lead.id, str(previous), str(target), cancelled, in_flight)
 
 
 def resolve_unknown(uow: UnitOfWork, step_id: int, *, went_out: bool) -> None:

@@ -177,6 +177,18 @@ def find_campaign(uow: UnitOfWork, name: str) -> m.Campaign:
     return campaign
 
 
+def check_position(uow: UnitOfWork, campaign: m.Campaign, position: int) -> None:
+    """Raise LookupError, naming the campaign's step positions, unless it has a step `position`
+    (a step removed by `campaign update` still counts: its leads may have one)."""
+    positions = sorted(
+        uow.session.scalars(select(m.CampaignStep.position).where(m.CampaignStep.campaign_id == campaign.id))
+    )
+    if position not in positions:
+        raise LookupError(
+            f"campaign {campaign.name!r} has no step {position} (its steps: {', '.join(map(str, positions))})"
+        )
+
+
 def list_campaigns(uow: UnitOfWork) -> list[dict[str, Any]]:
     """What `campaign list` prints: each campaign with its mailbox and how far its leads are."""
     result = []

@@ -10,6 +10,8 @@ decision is one transaction; deciding twice changes nothing the second time.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
@@ -167,6 +169,43 @@ def reject_sender(uow: UnitOfWork, confirmation_id: int, *, by: str) -> None:
     confirmation = _pending(uow, confirmation_id)
     if confirmation is not None:
         _decide(uow, confirmation, "rejected", by)
+
+
+def pending_confirmations(uow: UnitOfWork) -> list[dict[str, Any]]:
+    """What `senders list` shows: every confirmation still waiting for a person, oldest first."""
+    rows = uow.session.scalars(
+        select(m.SenderConfirmation)
+        .where(m.SenderConfirmation.workspace_id == uow.workspace_id, m.SenderConfirmation.state == "pending")
+        .order_by(m.SenderConfirmation.id)
+    )
+    return [_view(row) for row in rows]
+
+
+def confirmation_view(uow: UnitOfWork, confirmation_id: int) -> dict[str, Any]:
+    """One confirmation as `senders list` shows it, whatever its state (ConfirmationNotFound)."""
+    row = uow.session.scalar(
+        select(m.SenderConfirmation).where(
+            m.SenderConfirmation.id == confirmation_id,
+            m.SenderConfirmation.workspace_id == uow.workspace_id,
+        )
+    )
+    if row is None:
+        raise ConfirmationNotFound(f"no sender confirmation {confirmation_id}")
+    return _view(row)
+
+
+def _view(row: m.SenderConfirmation) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "lead_id": row.lead_id,
+        "sender": row.sender,
+        "learn_address": row.learn_address,
+        "unsubscribe": row.unsubscribe,
+        "why": row.reason,
+        "state": row.state,
+        "created_at": row.created_at.isoformat(),
+        "decided_by": row.decided_by,
+    }
 
 
 def _pending(uow: UnitOfWork, confirmation_id: int) -> m.SenderConfirmation | None:

@@ -33,6 +33,7 @@ from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import domain_of
 from replyguard.domain.authentication import Verdict, judge
 from replyguard.domain.inbound.classify import Classification
+from replyguard.domain.inbound.status import channel_of
 from replyguard.domain.inbound.storable import storable_text
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.reply_policy import predates_first_send
@@ -148,7 +149,7 @@ def _record(
             subject=c.subject[:1000],
             from_address=sender.lower() or None,
             evidence=evidence,
-            source=row.source,
+            source=channel_of(row.source),
             inbound_message_id=row.id,
             left_company=c.left_company,
             new_contact=c.new_contact,

@@ -37,7 +37,7 @@ from replyguard.adapters.db import models as m
 from replyguard.domain.inbound.classify import classify_message
 from replyguard.domain.inbound.limits import MessageLimits, over_limit
 from replyguard.domain.inbound.parse import MessageParseError, parse_message
-from replyguard.domain.inbound.status import InboundStatus, is_history
+from replyguard.domain.inbound.status import SOURCE_LENGTH, InboundStatus, is_history
 from replyguard.domain.inbound.storable import MAX_MESSAGE_ID, storable_classification, storable_text
 from replyguard.domain.message_ids import normalize_message_id
 from replyguard.service_layer.failpoints import InjectedCrash
@@ -94,8 +94,9 @@ def _message_id_of(head: bytes) -> str | None:
 
 #: Processing attempts of one stored message before it is quarantined for a person.
 MAX_ATTEMPTS = 3
-#: The longest source name (`replies.source` is 20 characters).
-MAX_SOURCE = 20
+#: The longest source name an inbound row keeps (`inbound_messages.source`); a reply records
+#: only the source's channel (`channel_of`), which fits `replies.source`.
+MAX_SOURCE = SOURCE_LENGTH
 
 #: Work that must commit together with the store, or not at all (a webhook's replay token).
 WithStore = Callable[[UnitOfWork], None]

@@ -24,7 +24,7 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.domain.schedule import load_zone, plan_due
 from replyguard.domain.states import OPEN, Actor, ReplyState, StepState, check_reply_move, check_step_move
-from replyguard.service_layer.campaigns import find_campaign
+from replyguard.service_layer.campaigns import check_position, find_campaign
 from replyguard.service_layer.enrollment import campaign_window, step_wait
 from replyguard.service_layer.leads import find_lead, primary_address
 from replyguard.service_layer.rendering import refresh_enrollment
@@ -52,6 +52,8 @@ def find_step(
 ) -> m.Step:
     """The lead's step in `states` in this campaign (the first one, unless `position`)."""
     campaign = find_campaign(uow, campaign_name)
+    if position is not None:
+        check_position(uow, campaign, position)
     product = uow.session.get_one(m.Product, campaign.product_id)
     lead = find_lead(uow, email, product.name)
     uow.lock_leads([lead.id])

@@ -128,6 +128,12 @@ def thread_detail(uow: UnitOfWork, thread_id: int, settings: Settings) -> dict[s
     }
 
 
+def thread_draft(uow: UnitOfWork, thread_id: int) -> Draft:
+    """The draft of a thread as `thread_detail` shows it (ThreadNotFound for another workspace's)."""
+    thread = get_thread(uow, thread_id)
+    return draft_for(uow, thread, load_context(uow.session, uow.workspace_id, thread.lead_id))
+
+
 def draft_for(uow: UnitOfWork, thread: m.RescueThread, context: ThreadContext) -> Draft:
     """The draft a person starts from: a model's when one was written, else the template for
     the intent (the campaign's own `[campaign.drafts]` first)."""

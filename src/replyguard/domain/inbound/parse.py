@@ -67,6 +67,24 @@ def parse_message(raw: bytes) -> EmailMessage:
     return msg
 
 
+_HEADER_FIELD = re.compile(rb"[!-9;-~]+[ \t]*:")
+
+
+def not_mail(raw: bytes) -> str | None:
+    """Why `raw` is not an email message at all, or None when it may be one: it is empty, or
+    it does not begin with a header field (`Name: value`), the way `parse_message` would find
+    no header. Cheap: only the first line is read. What a file must pass before it is stored,
+    so that a README or a CSV given to `ingest` by mistake is refused, not kept for good."""
+    data = bytes(raw).lstrip(b"\r\n")
+    if not data.strip():
+        return "it is empty"
+    if data.startswith(b"From ") and b"\n" in data:
+        data = data.split(b"\n", 1)[1]  # an mbox "From " envelope line is not a header
+    if not _HEADER_FIELD.match(data):
+        return "no header section (an email begins with lines like 'From: ...')"
+    return None
+
+
 def limits_of(msg: Message) -> tuple[str, ...]:
     """The 'limit:...' evidence of what `parse_message` did not read of this message."""
     cuts = getattr(msg, "replyguard_limits", ())

@@ -71,6 +71,30 @@ def is_history(source: str) -> bool:
     return source.endswith(HISTORY_SUFFIX)
 
 
+#: What `inbound_messages.source` holds, and the part of it a reply records (`replies.source`).
+SOURCE_LENGTH = 40
+CHANNEL_LENGTH = 20
+_FILE = "file:"
+
+
+def file_source(origin: str, *, history: bool = False) -> str:
+    """The source of a message read from a file: `file:` and where it was read (`in.mbox#3`),
+    so that a person can find the file of a message kept for them. A path too long to fit
+    keeps its end (the file name says most), after an ellipsis; `-history` for old mail."""
+    suffix = HISTORY_SUFFIX if history else ""
+    room = SOURCE_LENGTH - len(_FILE) - len(suffix)
+    where = origin if len(origin) <= room else "…" + origin[-(room - 1) :]
+    return f"{_FILE}{where}{suffix}"
+
+
+def channel_of(source: str) -> str:
+    """The kind of source without a file's path (`file`, `file-history`, `imap`, `mailgun`),
+    at most CHANNEL_LENGTH characters: what a reply records as its source."""
+    if not source.startswith(_FILE):
+        return source[:CHANNEL_LENGTH]
+    return "file" + (HISTORY_SUFFIX if is_history(source) else "")
+
+
 class IllegalInboundMove(ValueError):
     pass
 

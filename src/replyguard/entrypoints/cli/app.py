@@ -15,20 +15,20 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress
-from rich.table import Table
 
 from replyguard import __version__
 from replyguard.entrypoints.cli import errors
+from replyguard.entrypoints.cli.options import AllowLocalhostUnsubscribe, AsJson
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from replyguard.bootstrap import App
 
 app = typer.Typer(
@@ -38,11 +38,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
-leads_app = typer.Typer(no_args_is_help=True, help="Import, show, stop and resume leads.")
-reply_app = typer.Typer(no_args_is_help=True, help="Record replies by hand.")
-app.add_typer(leads_app, name="leads")
-app.add_typer(reply_app, name="reply")
-
 # Markup off by default: names, subjects and reply text are user data, and a "[/]" in them
 # must print as it is. A styled line asks for it (markup=True, its values escaped); a styled
 # table cell is a `Text.from_markup(...)`.
@@ -74,13 +69,26 @@ class Options:
 
 def fail(message: str, code: int = errors.EXIT_PROBLEM) -> NoReturn:
     """One line on stderr, then exit: how every command reports a user error."""
-    err.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
+    error_line(message)
     raise typer.Exit(code)
+
+
+def error_line(message: str) -> None:
+    """The line `fail` prints, for a command that reports a refused input and goes on."""
+    err.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
 
 
 def warn(where: str, message: str) -> None:
     """A problem that does not stop the command (a skipped row, a kept message)."""
     err.print(f"[yellow]{escape(where)}[/] {escape(message)}", markup=True, soft_wrap=True)
+
+
+def progress_bar() -> Progress:
+    """A progress bar on stderr for a terminal. Nothing at all otherwise: a pipe or a log file
+    would get the blank line a finished bar leaves, and a script reads stderr line by line."""
+    from rich.progress import Progress
+
+    return Progress(console=err, transient=True, disable=not err.is_terminal)
 
 
 def opts(ctx: typer.Context) -> Options:
@@ -161,137 +169,53 @@ def open_app(ctx: typer.Context, *, running_clock: bool = False) -> App:
     return instance
 
 
+def check_public_url(instance: App, *, allow_localhost: bool) -> None:
+    """Before sending: unsubscribe links must reach the recipient. With REPLYGUARD_PUBLIC_URL
+    unset they point at http://localhost:8000: one warning line for a trial (a Maildir), a
+    refusal (exit 2) for real mail over SMTP unless the person says it is meant."""
+    if not instance.settings.public_url_unset:
+        return
+    smtp = instance.transport_spec.startswith(("smtp://", "smtps://"))
+    if smtp and not allow_localhost:
+        fail(
+            "REPLYGUARD_PUBLIC_URL is not set, so the List-Unsubscribe links of emails sent by SMTP "
+            "would point at http://localhost:8000: set REPLYGUARD_PUBLIC_URL to the public address "
+            "of `replyguard serve`, or pass --allow-localhost-unsubscribe",
+            code=errors.EXIT_USAGE,
+        )
+    warn(
+        "warning:",
+        "REPLYGUARD_PUBLIC_URL is not set: List-Unsubscribe links point at http://localhost:8000 "
+        "(fine on this machine, unreachable for recipients)",
+    )
+
+
 @app.command()
-def init(ctx: typer.Context) -> None:
+def init(ctx: typer.Context, as_json: AsJson = False) -> None:
     """Create or migrate the database and the workspace."""
     instance = opts(ctx).app()
     ctx.call_on_close(instance.close)
     workspace_id = instance.init_database()
+    if as_json:
+        emit_json(
+            {
+                "database": instance.engine.url.render_as_string(hide_password=True),
+                "workspace": instance.workspace,
+                "workspace_id": workspace_id,
+            }
+        )
+        return
     out.print(
         f"database ready; workspace [bold]{escape(instance.workspace)}[/] (id {workspace_id})", markup=True
     )
-
-
-@leads_app.command("import")
-def leads_import(
-    ctx: typer.Context,
-    file: Path,
-    product: Annotated[str, typer.Option("--product", help="The product these leads belong to.")],
-) -> None:
-    """Import contacts from a CSV file as leads of a product. Re-importing updates."""
-    from replyguard.domain.leads_csv import LeadFileError, read_leads
-    from replyguard.service_layer.leads import ImportReport, import_leads
-
-    try:
-        rows = list(read_leads(file.read_bytes()))
-    except FileNotFoundError:
-        fail(f"{file}: no such file", code=2)
-    except LeadFileError as exc:
-        fail(f"{file}: {exc}", code=2)
-    instance = open_app(ctx)
-    report = ImportReport()
-    with Progress(console=err, transient=True) as progress:
-        task = progress.add_task(f"importing {file.name}", total=len(rows))
-        for start in range(0, len(rows), 500):
-            chunk = rows[start : start + 500]
-            with instance.uow() as uow:
-                part = import_leads(uow, product, chunk)
-                uow.commit()
-            report.created += part.created
-            report.updated += part.updated
-            report.errors += part.errors
-            progress.advance(task, len(chunk))
-    for problem in report.errors:
-        warn(f"{file}:{problem.line}:", problem.message)
-    out.print(f"{report.created} created, {report.updated} updated, {len(report.errors)} rows skipped")
-    if report.errors:
-        raise typer.Exit(1)
-
-
-@leads_app.command("show")
-def leads_show(
-    ctx: typer.Context, email: str, as_json: Annotated[bool, typer.Option("--json")] = False
-) -> None:
-    """A contact and, per product, its reply state, step counts and next due time."""
-    from replyguard.service_layer.leads import LeadNotFound, lead_summary
-
-    instance = open_app(ctx)
-    try:
-        with instance.uow() as uow:
-            summary = lead_summary(uow, email)
-    except (LeadNotFound, ValueError) as exc:
-        fail(str(exc))
-    if as_json:
-        emit_json(summary)
-        return
-    table = Table(title=escape(f"{summary['name']} <{summary['email']}>"))
-    for column in ("product", "state", "queued", "sent", "cancelled", "next due"):
-        table.add_column(column)
-    for p in summary["products"]:
-        s = p["steps"]
-        table.add_row(
-            escape(p["product"]),
-            p["reply_state"],
-            str(s["queued"]),
-            str(s["sent"]),
-            str(s["cancelled"]),
-            p["next_due_at"] or "-",
-        )
-    out.print(table)
-
-
-def _person_move(ctx: typer.Context, email: str, product: str, target: str, why: str) -> None:
-    from replyguard.domain.states import IllegalTransition, ReplyState
-    from replyguard.service_layer.actions import set_lead_state
-    from replyguard.service_layer.leads import LeadNotFound, find_lead
-    from replyguard.service_layer.replan import revive_and_replan
-
-    instance = open_app(ctx)
-    planned = []
-    try:
-        with instance.uow() as uow:
-            before = set_lead_state(uow, email, product, ReplyState(target), why=why)
-            if target == ReplyState.ACTIVE:
-                # A person's resume brings back what a reply cancelled before it ever left.
-                planned = revive_and_replan(uow, find_lead(uow, email, product).id, uow.clock.now())
-            uow.commit()
-    except (LeadNotFound, IllegalTransition) as exc:
-        fail(str(exc))
-    out.print(escape(f"{email} in {product}: {before} -> {target}"))
-    for step in planned:
-        out.print(
-            escape(f"  step {step.position} of {step.campaign}: '{step.subject}'")
-            + f" at {step.due_at:%a %d %b %H:%M} UTC"
-        )
-
-
-@leads_app.command("stop")
-def leads_stop(
-    ctx: typer.Context,
-    email: str,
-    product: Annotated[str, typer.Option("--product")],
-    why: Annotated[str, typer.Option("--why")] = "",
-) -> None:
-    """Stop a lead: cancels its queued steps."""
-    _person_move(ctx, email, product, "stopped", why)
-
-
-@leads_app.command("resume")
-def leads_resume(
-    ctx: typer.Context,
-    email: str,
-    product: Annotated[str, typer.Option("--product")],
-    why: Annotated[str, typer.Option("--why")] = "",
-) -> None:
-    """Return a lead to active (a person's decision; never automatic after a reply)."""
-    _person_move(ctx, email, product, "active", why)
 
 
 @app.command()
 def worker(
     ctx: typer.Context,
     once: Annotated[bool, typer.Option("--once", help="Send everything due now, then exit.")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    allow_localhost_unsubscribe: AllowLocalhostUnsubscribe = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
 ) -> None:
     """Send due steps, guarded by the reply re-check."""
     from replyguard.service_layer.worker import Worker, run_forever
@@ -301,6 +225,7 @@ def worker(
         transport = instance.transport
     except ValueError as exc:
         fail(str(exc), code=2)
+    check_public_url(instance, allow_localhost=allow_localhost_unsubscribe)
     work = Worker(instance, transport)
     if once:
         report = work.run_once()
@@ -324,87 +249,6 @@ def worker(
         out.print(", ".join(f"{k} {v}" for k, v in summary.items()))
 
 
-@reply_app.command("record")
-def reply_record(
-    ctx: typer.Context,
-    lead: Annotated[str, typer.Option("--lead", help="The lead's email (any known address).")],
-    product: Annotated[str, typer.Option("--product")],
-    kind: Annotated[
-        str,
-        typer.Option(
-            "--kind",
-            help="human_reply, out_of_office, auto_reply, bounce_hard, bounce_soft, unsubscribe",
-        ),
-    ] = "human_reply",
-    until: Annotated[
-        str | None,
-        typer.Option("--until", help="Out-of-office: the date they are back (YYYY-MM-DD)."),
-    ] = None,
-    text: Annotated[str | None, typer.Option("--text")] = None,
-    subject: Annotated[str | None, typer.Option("--subject")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """Record a reply: in one transaction the lead's state moves and its queued steps stop."""
-    from replyguard.domain.states import ReplyKind
-    from replyguard.service_layer.leads import LeadNotFound, find_lead
-    from replyguard.service_layer.replies import IncomingReply, record_reply
-
-    try:
-        reply_kind = ReplyKind(kind)
-    except ValueError:
-        fail(f"--kind must be one of {', '.join(k.value for k in ReplyKind)}", code=2)
-    return_date = None
-    if until:
-        try:
-            return_date = date.fromisoformat(until)
-        except ValueError:
-            fail(f"--until must be a date like 2026-12-24, got {until!r}", code=2)
-    instance = open_app(ctx)
-    try:
-        with instance.uow() as uow:
-            lead_row = find_lead(uow, lead, product)
-            outcome = record_reply(
-                uow,
-                lead_row.id,
-                IncomingReply(
-                    kind=reply_kind,
-                    received_at=instance.clock.now(),
-                    return_date=return_date,
-                    text=text,
-                    subject=subject,
-                    from_address=lead.lower(),
-                    source="cli",
-                ),
-                instance.settings,
-                instance.failpoints,
-            )
-            uow.commit()
-    except LeadNotFound as exc:
-        fail(str(exc))
-    result = {
-        "reply_id": outcome.reply_id,
-        "lead_state": outcome.lead_state,
-        "cancelled_steps": outcome.cancelled,
-        "rescheduled_steps": outcome.rescheduled,
-        "in_flight": outcome.in_flight,
-        "crossed": outcome.crossed,
-        "notice_id": outcome.notice_id,
-        "other_products": outcome.other_products,
-    }
-    if as_json:
-        emit_json(result)
-    else:
-        out.print(
-            escape(f"{lead} in {product}: now {outcome.lead_state}; ")
-            + f"{outcome.cancelled} queued steps cancelled, {outcome.rescheduled} moved after the pause"
-        )
-        for other in outcome.other_products:
-            out.print(
-                escape(f"  also a lead of {other['product']} ({other['reply_state']}): ")
-                + "not changed — decide there"
-            )
-
-
 @app.command()
 def demo(
     ctx: typer.Context,
@@ -416,10 +260,14 @@ def demo(
     ),
 ) -> None:
     """Build a demo workspace from examples/ and watch a reply stop its queue."""
-    from replyguard.entrypoints.cli.demo import run_demo
+    from replyguard.entrypoints.cli.demo import DemoFilesMissing, run_demo
 
     options = opts(ctx)
-    raise typer.Exit(run_demo(options.db or "sqlite:///demo.db", examples, outbox, out))
+    try:
+        code = run_demo(options.db or "sqlite:///demo.db", examples, outbox, out)
+    except DemoFilesMissing as exc:
+        fail(str(exc), code=errors.EXIT_USAGE)
+    raise typer.Exit(code)
 
 
 from replyguard.entrypoints.cli import (  # noqa: E402
@@ -427,9 +275,11 @@ from replyguard.entrypoints.cli import (  # noqa: E402
     enroll_cmd,
     inbound_cmd,
     inspect_cmd,
+    leads_cmd,
     listen_cmd,
     mailbox_cmd,
     poll_cmd,
+    reply_cmd,
     senders_cmd,
     serve_cmd,
     steps_cmd,
@@ -439,6 +289,8 @@ from replyguard.entrypoints.cli import (  # noqa: E402
 )
 
 inspect_cmd.register(app)
+leads_cmd.register(app)
+reply_cmd.register(app)
 
 serve_cmd.register(app)
 listen_cmd.register(app)
@@ -464,11 +316,22 @@ audit_cmd.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The `replyguard` script. Every failure becomes one line and an exit code (errors.py)."""
+    """The `replyguard` script. Every failure becomes one line and an exit code (errors.py),
+    a wrong option or argument too (Click would print a usage box of five lines)."""
+    # Typer carries its own copy of Click (typer._click): its exceptions, not the click package's.
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+
     args = sys.argv[1:] if argv is None else argv
     try:
-        app(args=args, prog_name="replyguard")
+        code = app(args=args, prog_name="replyguard", standalone_mode=False)
+    except NoArgsIsHelpError as exc:  # the help is printed already
+        sys.exit(exc.exit_code)
+    except ClickException as exc:
+        sys.exit(errors.report_usage(exc))
+    except typer.Abort:  # a question answered with end of input
+        sys.exit(errors.report_aborted())
     except (Exception, KeyboardInterrupt) as exc:
         if errors.debug_requested(args):
             raise
         sys.exit(errors.report(exc))
+    sys.exit(code if isinstance(code, int) else 0)

@@ -47,7 +47,7 @@ def audit(
     config: Annotated[
         bool, typer.Option("--config", help="Check the setup instead: inbound, pollers, notices, URLs.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")] = False,
 ) -> None:
     """Run the six checks on a campaign with a canary lead; exit 1 if any fails."""
     if ctx.invoked_subcommand is not None:
@@ -113,15 +113,22 @@ def history(
     ctx: typer.Context,
     campaign: Annotated[str | None, typer.Option("--campaign", help="Only this campaign's runs.")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="How many runs.")] = 30,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the list as JSON on stdout.")] = False,
 ) -> None:
     """The recorded audit runs, newest first."""
     from replyguard.service_layer.audit import audit_history
+    from replyguard.service_layer.campaigns import find_campaign
 
     instance = open_app(ctx)
-    with instance.uow() as uow:
-        runs = audit_history(uow, campaign=campaign, limit=limit)
-    instance.close()
+    try:
+        with instance.uow() as uow:
+            if campaign is not None:
+                find_campaign(uow, campaign)  # a typo must not look like a campaign never audited
+            runs = audit_history(uow, campaign=campaign, limit=limit)
+    except LookupError as exc:
+        fail(str(exc))
+    finally:
+        instance.close()
     if as_json:
         emit_json(runs)
         return
@@ -143,7 +150,11 @@ def history(
     out.print(table)
 
 
-def show(ctx: typer.Context, run: int, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def show(
+    ctx: typer.Context,
+    run: Annotated[int, typer.Argument(help="The run's id (`audit history` shows them).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON on stdout.")] = False,
+) -> None:
     """One recorded run with every row and its evidence."""
     from replyguard.service_layer.audit import audit_run
 

@@ -15,6 +15,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from replyguard.entrypoints.cli.options import AsJson, ListJson
+
+CampaignFile = Annotated[Path, typer.Argument(help="The campaign's TOML file (see examples/campaign.toml).")]
+
 campaign_app = typer.Typer(no_args_is_help=True, help="Create, change and list campaigns.")
 
 
@@ -35,10 +39,12 @@ def read_text(file: Path) -> str:
 
 
 @campaign_app.command("create")
-def campaign_create(ctx: typer.Context, file: Path) -> None:
+def campaign_create(ctx: typer.Context, file: CampaignFile, as_json: AsJson = False) -> None:
     """Create a campaign from a TOML file (see examples/campaign.toml)."""
+    from dataclasses import asdict
+
     from replyguard.domain.campaign_spec import CampaignSpecError
-    from replyguard.entrypoints.cli.app import fail, open_app, out
+    from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
     from replyguard.service_layer.campaigns import create_campaign
 
     source = read_text(file)
@@ -49,6 +55,9 @@ def campaign_create(ctx: typer.Context, file: Path) -> None:
             uow.commit()
     except CampaignSpecError as exc:
         fail(f"{file}: {exc}", code=2)
+    if as_json:
+        emit_json(asdict(result))
+        return
     verb = "created" if result.created else "already exists (identical)"
     out.print(
         f"campaign [bold]{escape(result.name)}[/] for {escape(result.product)}: {result.steps} steps, {verb}",
@@ -64,42 +73,81 @@ def campaign_create(ctx: typer.Context, file: Path) -> None:
 @campaign_app.command("update")
 def campaign_update(
     ctx: typer.Context,
-    file: Path,
+    file: CampaignFile,
     yes: Annotated[bool, typer.Option("--yes", help="Apply without asking.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the result as one JSON object on stdout; the differences and the "
+            "question go to stderr.",
+        ),
+    ] = False,
 ) -> None:
     """Change a campaign from its edited TOML file: shows the differences, then asks."""
     from replyguard.domain.campaign_spec import CampaignSpecError
-    from replyguard.entrypoints.cli.app import fail, open_app, out
+    from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app, out
     from replyguard.service_layer.campaign_changes import apply_update, plan_update
 
+    # With --json, stdout holds the JSON alone: what a person reads goes to stderr.
+    shown = err if as_json else out
     source = read_text(file)
     instance = open_app(ctx)
     try:
         with instance.uow() as uow:
             plan = plan_update(uow, source)
         if not plan.changes:
+            if as_json:
+                emit_json({"campaign": plan.name, "changes": [], "notes": [], "applied": False})
+                return
             out.print(f"campaign [bold]{escape(plan.name)}[/]: nothing to change", markup=True)
             return
-        out.print(f"campaign [bold]{escape(plan.name)}[/]: {len(plan.changes)} change(s)", markup=True)
+        shown.print(f"campaign [bold]{escape(plan.name)}[/]: {len(plan.changes)} change(s)", markup=True)
         for change in plan.changes:
-            out.print(f"  {change.line()}", highlight=False, markup=False)
+            shown.print(f"  {change.line()}", highlight=False, markup=False)
         for note in plan.notes:
-            out.print(f"  - {note}", highlight=False, markup=False)
-        if not yes and not typer.confirm("Apply these changes?", default=False):
+            shown.print(f"  - {note}", highlight=False, markup=False)
+        if not yes and not _confirm("Apply these changes?", on_stderr=as_json):
             fail("nothing changed")
         with instance.uow() as uow:
             done = apply_update(uow, source, shown=plan.changes)
             uow.commit()
     except (CampaignSpecError, LookupError) as exc:
         fail(f"{file}: {exc}", code=2)
+    if as_json:
+        emit_json(
+            {
+                "campaign": done.name,
+                "changes": [{"what": c.what, "before": c.before, "after": c.after} for c in done.changes],
+                "notes": done.notes,
+                "applied": True,
+                "rendered_again": done.rendered_again,
+            }
+        )
+        return
     out.print(
         f"campaign [bold]{escape(done.name)}[/] updated; {done.rendered_again} queued emails rendered again",
         markup=True,
     )
 
 
+def _confirm(question: str, *, on_stderr: bool) -> bool:
+    """Ask yes or no. On stderr for --json: Click's own prompt writes to stdout even then."""
+    if not on_stderr:
+        return typer.confirm(question, default=False)
+    import sys
+
+    from replyguard.entrypoints.cli.app import err
+
+    err.print(f"{question} [y/N]: ", end="")
+    answer = sys.stdin.readline()
+    if not answer:
+        raise typer.Abort()
+    return answer.strip().lower() in ("y", "yes")
+
+
 @campaign_app.command("list")
-def campaign_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def campaign_list(ctx: typer.Context, as_json: ListJson = False) -> None:
     """Every campaign with its mailbox, settings and how far its leads are."""
     from replyguard.entrypoints.cli.app import emit_json, open_app, out
     from replyguard.service_layer.campaigns import list_campaigns

@@ -15,10 +15,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 
-from replyguard.adapters.db import models as m
 from replyguard.adapters.transports.maildir import MaildirTransport
 from replyguard.bootstrap import bootstrap
 from replyguard.domain.clock import FixedClock
@@ -34,6 +32,10 @@ from replyguard.service_layer.worker import Worker
 START = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)  # a Monday morning, before any window opens
 
 
+class DemoFilesMissing(ValueError):
+    pass
+
+
 def run_demo(db_url: str, examples: Path, outbox: Path, out: Console) -> int:
     url = make_url(db_url)
     if url.get_backend_name() == "sqlite" and url.database:
@@ -42,8 +44,7 @@ def run_demo(db_url: str, examples: Path, outbox: Path, out: Console) -> int:
     # The main example first: its reply and approval are the story the demo tells.
     files = sorted(examples.glob("campaign*.toml"), key=lambda f: (f.name != "campaign.toml", f.name))
     if not files or not (examples / "leads.csv").exists():
-        out.print(f"[red]no campaign*.toml and leads.csv in {escape(str(examples))}[/]", markup=True)
-        return 2
+        raise DemoFilesMissing(f"{examples}: no campaign*.toml and leads.csv there (see --examples)")
     if (outbox / "new").is_dir():
         shutil.rmtree(outbox)  # a fresh demo sends into a fresh outbox
     clock = FixedClock(START)
@@ -143,35 +144,23 @@ def _reply(app: object, email: str, product: str, kind: ReplyKind, back: date | 
 
 def _table(app: object, out: Console) -> None:
     from replyguard.bootstrap import App
+    from replyguard.service_layer.queries.leads import list_leads
 
     assert isinstance(app, App)
     table = Table(title="After ten simulated days")
     for column in ("lead", "product", "reply state", "sent", "cancelled", "queued"):
         table.add_column(column)
     with app.uow() as uow:
-        leads = uow.session.execute(
-            select(m.Lead.id, m.Lead.reply_state, m.Product.name, m.ContactAddress.address)
-            .join(m.Product, m.Product.id == m.Lead.product_id)
-            .join(
-                m.ContactAddress,
-                (m.ContactAddress.contact_id == m.Lead.contact_id) & m.ContactAddress.is_primary,
-            )
-            .order_by(m.ContactAddress.address, m.Product.name)
-        ).all()
-        for lead_id, state, product, address in leads:
-            counts = dict(
-                uow.session.execute(
-                    select(m.Step.state, func.count()).where(m.Step.lead_id == lead_id).group_by(m.Step.state)
-                ).all()
-            )
-            queued = sum(counts.get(s, 0) for s in ("scheduled", "claimed", "awaiting_approval"))
-            style = "bold green" if state != "active" else ""
-            table.add_row(
-                address,
-                product,
-                Text(state, style=style),
-                str(counts.get("sent", 0)),
-                str(counts.get("cancelled", 0)),
-                str(queued),
-            )
+        leads = list_leads(uow)
+    for lead in leads:
+        queued = sum(lead.steps.get(s, 0) for s in ("scheduled", "claimed", "awaiting_approval"))
+        style = "bold green" if lead.reply_state != "active" else ""
+        table.add_row(
+            lead.email,
+            lead.product,
+            Text(lead.reply_state, style=style),
+            str(lead.steps.get("sent", 0)),
+            str(lead.steps.get("cancelled", 0)),
+            str(queued),
+        )
     out.print(table)

@@ -2,7 +2,8 @@
 
 Every skipped lead is reported with its reason: a lead that is not active, a suppressed
 address, a template its data cannot fill, or a person still mid-sequence from the same
-mailbox in another campaign (`--allow-parallel` enrolls them anyway).
+mailbox in another campaign (`--allow-parallel` enrolls them anyway). A run that skipped
+leads exits 1, as `leads import` does with skipped rows: a script must not take it for done.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import Progress
+
+from replyguard.entrypoints.cli.options import AsJson
 
 
 def register(app: typer.Typer) -> None:
@@ -30,9 +32,10 @@ def enroll(
             help="Also enroll people still mid-sequence from the same mailbox in another campaign.",
         ),
     ] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Enroll the campaign product's leads (or one) and schedule all their steps."""
-    from replyguard.entrypoints.cli.app import err, fail, open_app, out
+    from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app, out, progress_bar
     from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
 
     instance = open_app(ctx)
@@ -40,7 +43,7 @@ def enroll(
     try:
         with instance.uow() as uow:
             ids = candidate_lead_ids(uow, campaign, lead)
-        with Progress(console=err, transient=True) as progress:
+        with progress_bar() as progress:
             task = progress.add_task("enrolling", total=len(ids))
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
@@ -52,4 +55,18 @@ def enroll(
         fail(str(exc))
     for address, why in report.skipped:
         err.print(f"[yellow]skipped {escape(address)}:[/] {escape(why)}", highlight=False, markup=True)
-    out.print(f"{report.enrolled} enrolled, {report.already} already enrolled, {len(report.skipped)} skipped")
+    if as_json:
+        emit_json(
+            {
+                "campaign": campaign,
+                "enrolled": report.enrolled,
+                "already_enrolled": report.already,
+                "skipped": [{"lead": address, "why": why} for address, why in report.skipped],
+            }
+        )
+    else:
+        out.print(
+            f"{report.enrolled} enrolled, {report.already} already enrolled, {len(report.skipped)} skipped"
+        )
+    if report.skipped:
+        raise typer.Exit(1)

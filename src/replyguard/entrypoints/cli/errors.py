@@ -6,20 +6,27 @@ what is wrong and what to do, not 450 lines of traceback. Services raise their o
 the one place that turns any of them into a line of text. `--debug` (or REPLYGUARD_DEBUG=1)
 lets the exception through with its traceback.
 
-Exit codes (README, "Exit codes"):
+A wrong option or argument is one line too (`report_usage`): Click's own report is a box of
+five lines.
 
-| code | meaning |
-| ---- | ------- |
-| 0 | done |
-| 1 | the command ran into a problem with the data or the database (not found, refused, skipped rows) |
-| 2 | the command line or a configuration value is wrong (option, URL, file format) |
-| 70 | a bug in replyguard: please report it, with the output of `--debug` |
-| 130 | interrupted (Ctrl-C) |
+Exit codes (README, "Errors and exit codes"):
+
+* 0: done.
+* 1: a problem with the data or the database: not found, refused; or part of the input
+  refused and the rest done (skipped rows, skipped leads, files that are not email).
+* 2: the command line or a configuration value is wrong: an option, argument, date, URL or
+  file format; SMTP without REPLYGUARD_PUBLIC_URL.
+* 70: a bug in replyguard: please report it, with the output of `--debug`.
+* 130: interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typer._click.exceptions import ClickException
 
 EXIT_PROBLEM = 1
 EXIT_USAGE = 2
@@ -82,3 +89,18 @@ def report(exc: BaseException) -> int:
     code, line = describe(exc)
     sys.stderr.write(f"error: {line}\n")
     return code
+
+
+def report_usage(exc: ClickException) -> int:
+    """A wrong option or argument, as one line with where to read about the command."""
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    where = f" (see `{ctx.command_path} -h`)" if ctx is not None else ""
+    sys.stderr.write(f"error: {message}{where}\n")
+    return exc.exit_code
+
+
+def report_aborted() -> int:
+    """A question (`campaign update`) met the end of its input: nothing was done."""
+    sys.stderr.write("error: no answer (end of input): nothing changed\n")
+    return EXIT_PROBLEM

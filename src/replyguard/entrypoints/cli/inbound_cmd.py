@@ -2,9 +2,18 @@
 
 `ingest` reads .eml files, mbox files (plain or gzip/bzip2/xz), Maildir folders and stdin.
 Every message is stored before anything else; one that cannot be processed is retried, then
-quarantined, and the run goes on: a bad message never stops the ones behind it. Exit codes:
-0 every message was stored (some may be kept for a person: the run says so), 1 the database
-refused a store (the messages before it are stored; run again), 2 a path is not mail.
+quarantined, and the run goes on: a bad message never stops the ones behind it.
+
+A file that is not an email at all (empty, or no header section: a README, a CSV) is refused
+and not stored: it is still on disk, and storing it would keep it for good as unparsable.
+Standard input is different: what an MTA pipes in exists nowhere else, so it is stored
+whatever it is. A message read from a file records where (`file:PATH`, its end when long) as
+its source, so that `inbound list` leads back to the file.
+
+Exit codes: 0 every message was stored (some may be kept for a person: the run says so),
+1 a file was refused as not an email (the other messages are stored) or the database refused
+a store (the messages before it are stored; run again), 2 a path cannot be read as mail
+(missing, an archive, UTF-16).
 """
 
 from __future__ import annotations
@@ -14,6 +23,8 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+
+from replyguard.entrypoints.cli.options import ListJson
 
 inbound_app = typer.Typer(no_args_is_help=True, help="Inbound messages kept for a person.")
 
@@ -41,25 +52,25 @@ def ingest(
         bool,
         typer.Option("--history", help="Old mail (an export): recorded as history, never as fresh replies."),
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the counts and every message's outcome as JSON.")
+    ] = False,
 ) -> None:
     """Store, classify and match inbound mail; each reply takes effect in one transaction."""
-    from rich.progress import Progress
     from sqlalchemy.exc import SQLAlchemyError
 
     from replyguard.adapters.mail_files import MailSourceError, iter_messages, total_size
-    from replyguard.domain.inbound.status import history_source
-    from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app, out
+    from replyguard.domain.inbound.parse import not_mail
+    from replyguard.entrypoints.cli.app import emit_json, err, error_line, fail, open_app, out, progress_bar
     from replyguard.service_layer.quarantine import retry_stored
 
     instance = open_app(ctx)
-    source = history_source("file") if history else "file"
     counts: dict[str, int] = {}
     results: list[dict[str, Any]] = []
     origin = ""
     try:
         retry_stored(instance)  # what an earlier run left unprocessed
-        with Progress(console=err, transient=True) as progress:
+        with progress_bar() as progress:
             task = progress.add_task("ingesting", total=total_size(paths) or None)
             items = iter_messages(
                 paths,
@@ -69,7 +80,12 @@ def ingest(
             )
             for item in items:
                 origin = item.origin
-                entry = _ingest_one(instance, item, source)
+                why = not_mail(item.raw) if origin != "-" else None
+                if why is not None:
+                    error_line(f"{origin}: not an email: {why}; not stored")
+                    entry = _not_stored(origin, why)
+                else:
+                    entry = _ingest_one(instance, item, _source(origin, history=history))
                 status = entry["status"]
                 counts[status] = counts.get(status, 0) + 1
                 if as_json:  # kept only for the JSON report: a plain run stays flat in memory
@@ -93,6 +109,31 @@ def ingest(
         emit_json({"counts": counts, "messages": results})
     else:
         out.print(", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no messages")
+    if counts.get(NOT_MAIL):
+        raise typer.Exit(1)
+
+
+#: The status a file that is not an email gets in the report (it has no inbound row).
+NOT_MAIL = "not_mail"
+
+
+def _source(origin: str, *, history: bool) -> str:
+    from replyguard.domain.inbound.status import file_source, history_source
+
+    if origin == "-":
+        return history_source("stdin") if history else "stdin"
+    return file_source(origin, history=history)
+
+
+def _not_stored(origin: str, why: str) -> dict[str, Any]:
+    return {
+        "origin": origin,
+        "inbound_id": None,
+        "status": NOT_MAIL,
+        "kind": None,
+        "lead_ids": [],
+        "detail": why,
+    }
 
 
 def _ingest_one(instance: Any, item: Any, source: str) -> dict[str, Any]:
@@ -131,7 +172,7 @@ def inbound_list(
             "Default: everything kept for a person (quarantined, refused, unparsable, unmatched, probable).",
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: ListJson = False,
 ) -> None:
     """Inbound messages, by status; by default those kept for a person."""
     from rich.table import Table
@@ -179,7 +220,7 @@ def inbound_retry(
         list[int] | None,
         typer.Argument(help="Inbound ids; without any, every quarantined and every unprocessed one."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: ListJson = False,
 ) -> None:
     """Process quarantined messages again (after their cause was fixed). Applied once, ever."""
     from replyguard.domain.inbound.status import IllegalInboundMove, InboundStatus

@@ -12,6 +12,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from replyguard.entrypoints.cli.options import AsJson, ListJson
+
+Address = Annotated[str, typer.Argument(help="The mailbox's address (as in its campaigns' files).")]
+
 mailbox_app = typer.Typer(no_args_is_help=True, help="Sending mailboxes: settings and pauses.")
 
 
@@ -21,7 +25,7 @@ def register(app: typer.Typer) -> None:
 
 
 @mailbox_app.command("list")
-def mailbox_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def mailbox_list(ctx: typer.Context, as_json: ListJson = False) -> None:
     """Every mailbox with its settings, status and campaigns."""
     from replyguard.entrypoints.cli.app import emit_json, open_app, out
     from replyguard.service_layer.mailboxes import list_mailboxes
@@ -51,17 +55,18 @@ def mailbox_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--js
 @mailbox_app.command("set")
 def mailbox_set(
     ctx: typer.Context,
-    address: str,
+    address: Address,
     from_name: Annotated[str | None, typer.Option("--from-name", help="The sender name.")] = None,
     daily_cap: Annotated[int | None, typer.Option("--daily-cap", help="Most emails a day.")] = None,
     timezone: Annotated[
         str | None, typer.Option("--timezone", help="The zone whose days the cap counts.")
     ] = None,
+    as_json: AsJson = False,
 ) -> None:
     """Change a mailbox's settings, for every campaign that sends from it."""
     from replyguard.domain.campaign_spec import CampaignSpecError
     from replyguard.domain.schedule import ScheduleError
-    from replyguard.entrypoints.cli.app import fail, open_app, out
+    from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
     from replyguard.service_layer.mailboxes import MailboxSettings, set_mailbox
 
     if from_name is None and daily_cap is None and timezone is None:
@@ -73,6 +78,14 @@ def mailbox_set(
             uow.commit()
     except (LookupError, CampaignSpecError, ScheduleError, ValueError) as exc:
         fail(str(exc))
+    if as_json:
+        emit_json(
+            {
+                "mailbox": address,
+                "changes": {name: {"before": b, "after": a} for name, (b, a) in changes.items()},
+            }
+        )
+        return
     if not changes:
         out.print(f"{address}: nothing changed")
     for name, (before, after) in changes.items():
@@ -80,9 +93,9 @@ def mailbox_set(
 
 
 @mailbox_app.command("resume")
-def mailbox_resume(ctx: typer.Context, address: str) -> None:
+def mailbox_resume(ctx: typer.Context, address: Address, as_json: AsJson = False) -> None:
     """Send from a paused mailbox again (after fixing what its server refused)."""
-    from replyguard.entrypoints.cli.app import fail, open_app, out
+    from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
     from replyguard.service_layer.mailboxes import resume_mailbox
 
     instance = open_app(ctx)
@@ -92,4 +105,7 @@ def mailbox_resume(ctx: typer.Context, address: str) -> None:
             uow.commit()
     except LookupError as exc:
         fail(str(exc))
+    if as_json:
+        emit_json({"mailbox": address, "resumed": resumed, "status": "active"})
+        return
     out.print(f"{address}: {'sending again' if resumed else 'was not paused'}")

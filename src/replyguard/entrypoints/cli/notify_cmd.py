@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
 def notify(
     ctx: typer.Context,
     once: Annotated[bool, typer.Option("--once", help="Deliver what is due now, then exit.")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
 ) -> None:
     """Deliver notices to the owner (email), a signed webhook and a Slack-compatible webhook."""
     from replyguard.adapters.notices import make_channels

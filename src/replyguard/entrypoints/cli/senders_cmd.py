@@ -7,7 +7,12 @@ from typing import Annotated
 
 import typer
 
+from replyguard.entrypoints.cli.options import AsJson, ListJson
+
 senders_app = typer.Typer(help="Senders waiting for a person: confirm or reject them.", no_args_is_help=True)
+
+ConfirmationId = Annotated[int, typer.Argument(help="The id `senders list` shows.")]
+By = Annotated[str, typer.Option("--by", help="Who decides (recorded on the timeline).")]
 
 
 def register(app: typer.Typer) -> None:
@@ -15,33 +20,14 @@ def register(app: typer.Typer) -> None:
 
 
 @senders_app.command("list")
-def senders_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def senders_list(ctx: typer.Context, as_json: ListJson = False) -> None:
     """Pending confirmations: who wrote, for which lead, and what waits on the decision."""
-    from sqlalchemy import select
-
-    from replyguard.adapters.db import models as m
     from replyguard.entrypoints.cli.app import emit_json, open_app, out
+    from replyguard.service_layer.confirmations import pending_confirmations
 
     instance = open_app(ctx)
-    c = m.SenderConfirmation
     with instance.uow() as uow:
-        rows = uow.session.execute(
-            select(c.id, c.lead_id, c.sender, c.learn_address, c.unsubscribe, c.reason, c.created_at)
-            .where(c.workspace_id == uow.workspace_id, c.state == "pending")
-            .order_by(c.id)
-        ).all()
-    items = [
-        {
-            "id": r.id,
-            "lead_id": r.lead_id,
-            "sender": r.sender,
-            "learn_address": r.learn_address,
-            "unsubscribe": r.unsubscribe,
-            "why": r.reason,
-            "created_at": r.created_at.isoformat(),
-        }
-        for r in rows
-    ]
+        items = pending_confirmations(uow)
     if as_json:
         emit_json(items)
         return
@@ -56,39 +42,43 @@ def senders_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--js
 
 @senders_app.command("confirm")
 def senders_confirm(
-    ctx: typer.Context,
-    confirmation: Annotated[int, typer.Argument(help="The id `senders list` shows.")],
-    by: Annotated[str, typer.Option("--by", help="Who decides (recorded on the timeline).")],
+    ctx: typer.Context, confirmation: ConfirmationId, by: By, as_json: AsJson = False
 ) -> None:
     """The sender speaks for the lead: learn the address, apply the unsubscribe if one waits."""
-    from replyguard.entrypoints.cli.app import fail, open_app, out
-    from replyguard.service_layer.confirmations import ConfirmationNotFound, confirm_sender
-
-    instance = open_app(ctx)
-    try:
-        with instance.uow() as uow:
-            confirm_sender(uow, confirmation, instance.settings, by=by, failpoints=instance.failpoints)
-            uow.commit()
-    except ConfirmationNotFound as exc:
-        fail(str(exc))
-    out.print(f"sender confirmation {confirmation}: confirmed")
+    _decide(ctx, confirmation, by, "confirm", as_json)
 
 
 @senders_app.command("reject")
-def senders_reject(
-    ctx: typer.Context,
-    confirmation: Annotated[int, typer.Argument(help="The id `senders list` shows.")],
-    by: Annotated[str, typer.Option("--by", help="Who decides (recorded on the timeline).")],
-) -> None:
+def senders_reject(ctx: typer.Context, confirmation: ConfirmationId, by: By, as_json: AsJson = False) -> None:
     """The sender does not speak for the lead: nothing is learned or unsubscribed."""
-    from replyguard.entrypoints.cli.app import fail, open_app, out
-    from replyguard.service_layer.confirmations import ConfirmationNotFound, reject_sender
+    _decide(ctx, confirmation, by, "reject", as_json)
+
+
+def _decide(ctx: typer.Context, confirmation: int, by: str, what: str, as_json: bool) -> None:
+    from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
+    from replyguard.service_layer.confirmations import (
+        ConfirmationNotFound,
+        confirm_sender,
+        confirmation_view,
+        reject_sender,
+    )
 
     instance = open_app(ctx)
+    lead_state = None
     try:
         with instance.uow() as uow:
-            reject_sender(uow, confirmation, by=by)
+            if what == "confirm":
+                outcome = confirm_sender(
+                    uow, confirmation, instance.settings, by=by, failpoints=instance.failpoints
+                )
+                lead_state = outcome.lead_state if outcome is not None else None
+            else:
+                reject_sender(uow, confirmation, by=by)
+            view = confirmation_view(uow, confirmation)
             uow.commit()
     except ConfirmationNotFound as exc:
         fail(str(exc))
-    out.print(f"sender confirmation {confirmation}: rejected")
+    if as_json:
+        emit_json({"confirmation": view, "lead_state": lead_state})
+        return
+    out.print(f"sender confirmation {confirmation}: {view['state']}")

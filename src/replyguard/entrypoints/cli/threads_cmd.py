@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import getpass
 import os
+from dataclasses import asdict
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app, out
+from replyguard.entrypoints.cli.options import AsJson, ListJson, ShowJson
 
 threads_app = typer.Typer(no_args_is_help=True, help="Reply Rescue: everything that waits for a person.")
 
@@ -43,27 +45,33 @@ def _who(by: str | None) -> str:
 
 
 By = Annotated[str | None, typer.Option("--by", help="Who decides (default: REPLYGUARD_USER or the login).")]
+ThreadId = Annotated[int, typer.Argument(help="The thread's id (`threads list` shows them).")]
 
 
 @threads_app.command("list")
 def threads_list(
     ctx: typer.Context,
     state: Annotated[str, typer.Option("--state", help="open, snoozed, done or all")] = "open",
-    product: Annotated[str | None, typer.Option("--product")] = None,
+    product: Annotated[str | None, typer.Option("--product", help="Only this product's threads.")] = None,
     audit: Annotated[
         bool, typer.Option("--audit", help="The audit's canary threads instead (replyguard audit).")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: ListJson = False,
 ) -> None:
     """Every thread that waits for a person (open by default), newest first."""
+    from replyguard.service_layer.queries.products import ProductNotFound, require_product
     from replyguard.service_layer.thread_views import list_threads
 
     instance = open_app(ctx)
     try:
         with instance.uow() as uow:
+            if product is not None:
+                require_product(uow, product)  # a typo must not look like an empty inbox
             items = list_threads(uow, instance.settings, state=state, product=product, audit=audit)
     except ValueError as exc:
         fail(str(exc), code=2)
+    except ProductNotFound as exc:
+        fail(str(exc))
     if as_json:
         emit_json(items)
         return
@@ -90,9 +98,7 @@ def print_table(items: list[dict[str, Any]], title: str) -> None:
 
 
 @threads_app.command("show")
-def threads_show(
-    ctx: typer.Context, thread_id: int, as_json: Annotated[bool, typer.Option("--json")] = False
-) -> None:
+def threads_show(ctx: typer.Context, thread_id: ThreadId, as_json: ShowJson = False) -> None:
     """One thread: the conversation, the recommendation, the draft and the decisions so far."""
     from replyguard.service_layer.decisions import ThreadNotFound
     from replyguard.service_layer.thread_views import thread_detail
@@ -147,22 +153,23 @@ def threads_show(
 @threads_app.command("send")
 def threads_send(
     ctx: typer.Context,
-    thread_id: int,
+    thread_id: ThreadId,
     body_file: Annotated[
         Path | None, typer.Option("--body-file", help="The answer's text (default: the draft as shown).")
     ] = None,
-    subject: Annotated[str | None, typer.Option("--subject")] = None,
+    subject: Annotated[
+        str | None, typer.Option("--subject", help="The answer's subject (default: Re: their subject).")
+    ] = None,
     key: Annotated[
         str | None, typer.Option("--key", help="Idempotency key (default: from the text).")
     ] = None,
     by: By = None,
+    as_json: AsJson = False,
 ) -> None:
     """Send your answer from the thread's mailbox, threaded. Never resumes the sequence."""
-    from replyguard.service_layer.decision_base import get_thread
     from replyguard.service_layer.decisions import ThreadNotFound
     from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
-    from replyguard.service_layer.thread_context import load_context
-    from replyguard.service_layer.thread_views import draft_for
+    from replyguard.service_layer.thread_views import thread_draft
 
     instance = open_app(ctx)
     try:
@@ -170,10 +177,7 @@ def threads_send(
             body = _read(body_file)
         else:
             with instance.uow() as uow:
-                thread = get_thread(uow, thread_id)
-                body = draft_for(
-                    uow, thread, load_context(uow.session, uow.workspace_id, thread.lead_id)
-                ).body
+                body = thread_draft(uow, thread_id).body
         result = send_reply(instance, PersonReply(thread_id, body, _who(by), subject, key))
     except (ThreadNotFound, SendRefused) as exc:
         fail(str(exc))
@@ -181,12 +185,16 @@ def threads_send(
         fail(str(exc), code=2)
     finally:
         instance.close()
+    if as_json:
+        emit_json({"thread_id": thread_id, **asdict(result)})
+    if not result.duplicate and result.state != "sent":
+        fail(f"not sent ({result.state}): {result.detail}")
+    if as_json:
+        return
     if result.duplicate:
         out.print(f"already {result.state} (same answer, send {result.send_id}): nothing sent again")
-    elif result.state == "sent":
-        out.print(f"sent to {result.to} as {result.message_id}")
     else:
-        fail(f"not sent ({result.state}): {result.detail}")
+        out.print(f"sent to {result.to} as {result.message_id}")
 
 
 def _read(path: Path) -> str:
@@ -232,13 +240,15 @@ def _date(value: str | None) -> date | None:
 @threads_app.command("resolve")
 def threads_resolve(
     ctx: typer.Context,
-    thread_id: int,
+    thread_id: ThreadId,
     action: Annotated[str, typer.Option("--action", help=ACTIONS)],
-    until: Annotated[str | None, typer.Option("--until", help="YYYY-MM-DD")] = None,
+    until: Annotated[
+        str | None, typer.Option("--until", help="pause_until, pause_others: the day to resume (YYYY-MM-DD)")
+    ] = None,
     lead: Annotated[str | None, typer.Option("--lead", help="confirm: the candidate's email")] = None,
     step: Annotated[int | None, typer.Option("--step", help="unknown outcomes: the step id")] = None,
     by: By = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Decide: resume, stop, pause, confirm/reject a probable reply, resolve an unknown outcome..."""
     _decide(
@@ -255,18 +265,23 @@ def threads_resolve(
 
 @threads_app.command("assign")
 def threads_assign(
-    ctx: typer.Context, thread_id: int, to: Annotated[str, typer.Option("--to")], by: By = None
+    ctx: typer.Context,
+    thread_id: ThreadId,
+    to: Annotated[str, typer.Option("--to", help="The person who takes the thread (a name or address).")],
+    by: By = None,
+    as_json: AsJson = False,
 ) -> None:
     """Give the thread to a person."""
-    _decide(ctx, thread_id, "assign", by=_who(by), to=to)
+    _decide(ctx, thread_id, "assign", as_json, by=_who(by), to=to)
 
 
 @threads_app.command("snooze")
 def threads_snooze(
     ctx: typer.Context,
-    thread_id: int,
+    thread_id: ThreadId,
     until: Annotated[str, typer.Option("--until", help="YYYY-MM-DD or an ISO-8601 time")],
     by: By = None,
+    as_json: AsJson = False,
 ) -> None:
     """Put the thread aside until a time; it comes back open by itself."""
     try:
@@ -275,17 +290,17 @@ def threads_snooze(
         fail(f"--until must be a date or time like 2026-12-24 or 2026-12-24T09:00, got {until!r}", code=2)
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    _decide(ctx, thread_id, "snooze", by=_who(by), until_at=when)
+    _decide(ctx, thread_id, "snooze", as_json, by=_who(by), until_at=when)
 
 
 @threads_app.command("done")
-def threads_done(ctx: typer.Context, thread_id: int, by: By = None) -> None:
+def threads_done(ctx: typer.Context, thread_id: ThreadId, by: By = None, as_json: AsJson = False) -> None:
     """Nothing more waits for a person here."""
-    _decide(ctx, thread_id, "done", by=_who(by))
+    _decide(ctx, thread_id, "done", as_json, by=_who(by))
 
 
 @threads_app.command("draft")
-def threads_draft(ctx: typer.Context, thread_id: int) -> None:
+def threads_draft(ctx: typer.Context, thread_id: ThreadId, as_json: AsJson = False) -> None:
     """Ask the configured model (REPLYGUARD_MODEL_URL) for a draft now."""
     from replyguard.adapters.model_client import ModelClient
     from replyguard.service_layer.drafting import draft_thread
@@ -305,4 +320,9 @@ def threads_draft(ctx: typer.Context, thread_id: int) -> None:
         fail(str(exc))
     finally:
         client.close()
-    (out if ok else err).print("draft written" if ok else "the model failed; the template draft stays")
+    if as_json:
+        emit_json({"thread_id": thread_id, "drafted": ok})
+    if not ok:
+        err.print("the model failed; the template draft stays")
+    elif not as_json:
+        out.print("draft written")

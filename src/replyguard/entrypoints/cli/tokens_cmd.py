@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from replyguard.entrypoints.cli.options import AsJson, ListJson
+
 tokens_app = typer.Typer(no_args_is_help=True, help="API tokens of the workspace (REST API at /api/v1).")
 
 
@@ -18,11 +20,17 @@ def register(app: typer.Typer) -> None:
 
 
 @tokens_app.command("create")
-def create(ctx: typer.Context, name: str) -> None:
+def create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="What the token is for (unique in the workspace).")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the token and its id as one JSON object on stdout.")
+    ] = False,
+) -> None:
     """Create a token and print it (this once)."""
     import sys
 
-    from replyguard.entrypoints.cli.app import err, fail, open_app
+    from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app
     from replyguard.service_layer.api_tokens import TokenError, create_token
 
     instance = open_app(ctx)
@@ -37,11 +45,14 @@ def create(ctx: typer.Context, name: str) -> None:
     err.print(
         f"token {view.name} (id {view.id}) created; copy it now, it is not shown again:", highlight=False
     )
+    if as_json:
+        emit_json({"id": view.id, "name": view.name, "prefix": view.prefix, "token": secret})
+        return
     sys.stdout.write(secret + "\n")
 
 
 @tokens_app.command("list")
-def list_(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def list_(ctx: typer.Context, as_json: ListJson = False) -> None:
     """The workspace's tokens, without their secrets."""
     from replyguard.entrypoints.cli.app import emit_json, open_app, out
     from replyguard.service_layer.api_tokens import list_tokens
@@ -71,9 +82,13 @@ def list_(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] =
 
 
 @tokens_app.command("revoke")
-def revoke(ctx: typer.Context, token_id: int) -> None:
+def revoke(
+    ctx: typer.Context,
+    token_id: Annotated[int, typer.Argument(help="The token's id (`tokens list` shows them).")],
+    as_json: AsJson = False,
+) -> None:
     """Revoke a token: requests with it are refused from now on."""
-    from replyguard.entrypoints.cli.app import fail, open_app, out
+    from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
     from replyguard.service_layer.api_tokens import revoke_token
     from replyguard.service_layer.queries import NotFound
 
@@ -86,4 +101,7 @@ def revoke(ctx: typer.Context, token_id: int) -> None:
         fail(str(exc))
     finally:
         instance.close()
+    if as_json:
+        emit_json({"id": view.id, "name": view.name, "revoked_at": view.revoked_at})
+        return
     out.print(f"token {view.name} (id {view.id}) revoked", highlight=False)

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from replyguard.entrypoints.cli.options import AllowLocalhostUnsubscribe
+
 if TYPE_CHECKING:  # the CLI starts fast: nothing heavy is imported before a command runs
     from replyguard.bootstrap import App
     from replyguard.entrypoints.supervisor import Component
@@ -62,10 +64,11 @@ def up(
         str | None,
         typer.Option("--log-format", help="text or json (env REPLYGUARD_LOG_FORMAT; default text)"),
     ] = None,
+    allow_localhost_unsubscribe: AllowLocalhostUnsubscribe = False,
 ) -> None:
     """Run the web app, the worker and the IMAP pollers together (Ctrl-C stops)."""
     from replyguard.adapters.imap_source import ImapUrlError, parse_imap_url
-    from replyguard.entrypoints.cli.app import err, fail, open_app
+    from replyguard.entrypoints.cli.app import check_public_url, err, fail, open_app
     from replyguard.entrypoints.logs import configure_logging
     from replyguard.entrypoints.supervisor import Supervisor
 
@@ -80,6 +83,12 @@ def up(
         except ImapUrlError as exc:
             fail(str(exc), code=2)
     instance = open_app(ctx, running_clock=True)
+    if worker:
+        try:
+            _ = instance.transport
+        except ValueError as exc:  # a --transport or REPLYGUARD_TRANSPORT that does not parse
+            fail(str(exc), code=2)
+        check_public_url(instance, allow_localhost=allow_localhost_unsubscribe)
     try:
         notices = notice_delivery(instance)
     except ValueError as exc:  # a REPLYGUARD_NOTIFY_* or REPLYGUARD_MODEL_* value that does not parse

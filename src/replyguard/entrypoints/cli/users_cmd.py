@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from replyguard.entrypoints.cli.options import AsJson
+
 users_app = typer.Typer(no_args_is_help=True, help="People who sign in to the web workspace.")
 
 
@@ -29,11 +31,12 @@ def _password() -> str:
 @users_app.command("add")
 def add(
     ctx: typer.Context,
-    email: str,
+    email: Annotated[str, typer.Argument(help="The address the user signs in with.")],
     name: Annotated[str, typer.Option("--name", help="Shown in the web workspace.")] = "",
+    as_json: AsJson = False,
 ) -> None:
     """Create a user of the workspace (--workspace); the password comes from stdin or a prompt."""
-    from replyguard.entrypoints.cli.app import fail, open_app, out
+    from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
     from replyguard.service_layer.accounts import AccountError, add_user
 
     instance = open_app(ctx)
@@ -46,6 +49,9 @@ def add(
         fail(str(exc))
     finally:
         instance.close()
+    if as_json:
+        emit_json({"id": user.id, "email": user.email, "name": user.name, "workspace": instance.workspace})
+        return
     out.print(f"user {user.email} added to workspace {instance.workspace}", highlight=False)
 
 

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import func, or_, select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.timeline import describe
 from replyguard.service_layer.queries import NotFound, Page, bounds, like_pattern, paged
+from replyguard.service_layer.queries.products import require_product
 from replyguard.service_layer.uow import UnitOfWork
 
 TIMELINE_LIMIT = 500
@@ -27,6 +28,20 @@ class LeadRow:
     product: str
     reply_state: str
     reply_state_updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class LeadListing:
+    """A lead in `replyguard leads list`: who, in which product, its state and its steps."""
+
+    lead_id: int
+    email: str
+    name: str
+    company: str
+    product: str
+    reply_state: str
+    reply_state_updated_at: datetime
+    steps: dict[str, int]  # step state -> how many of the lead's steps are in it
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +146,53 @@ def search_leads(
         for lead, contact, address, product in rows
     ]
     return paged(items, page, per_page)
+
+
+def list_leads(uow: UnitOfWork, *, product: str | None = None, state: str | None = None) -> list[LeadListing]:
+    """Every lead of the workspace (of `product`, in reply `state`), by address then product,
+    each with its steps counted by state. The audit's canaries are left out. Raises
+    ProductNotFound for a product that does not exist (an empty list would hide the typo)."""
+    if product is not None:
+        require_product(uow, product)
+    primary = m.ContactAddress
+    leads = (
+        select(m.Lead.id)
+        .join(m.Product, m.Product.id == m.Lead.product_id)
+        .where(m.Lead.workspace_id == uow.workspace_id, m.Lead.audit_run_id.is_(None))
+    )
+    if product is not None:
+        leads = leads.where(m.Product.name == product)
+    if state is not None:
+        leads = leads.where(m.Lead.reply_state == state)
+    chosen = leads.subquery()
+    counts: dict[int, dict[str, int]] = {}
+    for lead_id, step_state, count in uow.session.execute(
+        select(m.Step.lead_id, m.Step.state, func.count())
+        .where(m.Step.lead_id.in_(select(chosen.c.id)))
+        .group_by(m.Step.lead_id, m.Step.state)
+    ):
+        counts.setdefault(lead_id, {})[step_state] = count
+    rows = uow.session.execute(
+        select(m.Lead, m.Contact, primary.address, m.Product.name)
+        .join(m.Contact, m.Contact.id == m.Lead.contact_id)
+        .join(primary, (primary.contact_id == m.Contact.id) & primary.is_primary)
+        .join(m.Product, m.Product.id == m.Lead.product_id)
+        .where(m.Lead.id.in_(select(chosen.c.id)))
+        .order_by(primary.address, m.Product.name)
+    ).all()
+    return [
+        LeadListing(
+            lead.id,
+            address,
+            _name(contact),
+            contact.company,
+            product_name,
+            lead.reply_state,
+            lead.reply_state_updated_at,
+            dict(sorted(counts.get(lead.id, {}).items())),
+        )
+        for lead, contact, address, product_name in rows
+    ]
 
 
 def _name(contact: m.Contact) -> str:
