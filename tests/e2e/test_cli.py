@@ -581,3 +581,14 @@ def test_a_stranger_waits_for_a_person_through_the_cli(ws: Workspace) -> None:
     assert ws.lead("priya@fernhollow.test")["lead"]["reply_state"] == "unsubscribed"
     assert "helpdesk@elsewhere.test" in ws.lead("priya@fernhollow.test")["alternates"]
     assert ws.json("senders", "list") == []
+
+
+def test_the_worker_tells_each_email_as_it_goes_and_quiet_silences_it(ws: Workspace) -> None:
+    told = ws.run("worker", "--once", now="2026-12-07T15:00:00Z")  # 10:00 in New York
+    assert told.returncode == 0, told.stderr
+    lines = [line for line in told.stderr.splitlines() if " sent " in line]
+    summary = dict(item.rsplit(" ", 1) for item in told.stdout.strip().split(", "))
+    assert lines and len(lines) == int(summary["sent"])
+    assert all("step 1 to " in line and "@" in line for line in lines)
+    quiet = ws.run("worker", "--once", "--quiet", now="2026-12-10T15:00:00Z")
+    assert quiet.returncode == 0 and " sent " not in quiet.stderr and "sent" in quiet.stdout

@@ -215,10 +215,14 @@ def worker(
     ctx: typer.Context,
     once: Annotated[bool, typer.Option("--once", help="Send everything due now, then exit.")] = False,
     allow_localhost_unsubscribe: AllowLocalhostUnsubscribe = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No line per email on stderr; only the summary.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
 ) -> None:
-    """Send due steps, guarded by the reply re-check."""
-    from replyguard.service_layer.worker import Worker, run_forever
+    """Send due steps, guarded by the reply re-check: one line per email as it happens (stderr),
+    a summary on exit (stdout)."""
+    from replyguard.service_layer.worker import SendLine, Worker, run_forever
 
     instance = open_app(ctx, running_clock=not once)
     try:
@@ -226,7 +230,14 @@ def worker(
     except ValueError as exc:
         fail(str(exc), code=2)
     check_public_url(instance, allow_localhost=allow_localhost_unsubscribe)
-    work = Worker(instance, transport)
+
+    def tell(line: SendLine) -> None:
+        at = instance.clock.now().strftime("%Y-%m-%d %H:%M:%S")
+        err.print(
+            f"{at} {line.result:<8} step {line.position} to {line.to_address}: {line.subject}", soft_wrap=True
+        )
+
+    work = Worker(instance, transport, on_result=None if quiet else tell)
     if once:
         report = work.run_once()
     else:
@@ -246,7 +257,7 @@ def worker(
     if as_json:
         emit_json(summary)
     else:
-        out.print(", ".join(f"{k} {v}" for k, v in summary.items()))
+        out.print(", ".join(f"{k} {v}" for k, v in summary.items()), soft_wrap=True)
 
 
 @app.command()
