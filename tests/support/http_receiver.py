@@ -111,12 +111,6 @@ class WebhookReceiver(LoopbackServer):
 
         super().__init__(respond)
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.released.set()
-        super().__exit__(exc_type, exc, tb)
-
 
 def _signed(key: bytes, received: Received) -> bool:
     """Standard Webhooks v1: base64(HMAC-SHA256(key, "{id}.{timestamp}.{body}")), one of the
@@ -162,3 +156,9 @@ class ChatServer(LoopbackServer):
             return 200, json.dumps(answer).encode()
 
         super().__init__(respond)
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.released.set()
+        super().__exit__(exc_type, exc, tb)
