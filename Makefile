@@ -42,11 +42,12 @@ run: $(VENV)/.installed ## Demo workspace on SQLite, then web + worker at http:/
 	@printf '  (the demo lives on a simulated clock: it is %s there)\n\n' '$(DEMO_NOW)'
 	REPLYGUARD_TRANSPORT=maildir:demo-outbox $(RG) --db $(DEMO_DB) --now $(DEMO_NOW) up
 
-# Two runs: everything that may share the machine on 2 processes, then the tests marked
+# Two runs: everything that may share the machine on 3 processes (the tests wait on sockets,
+# subprocesses and PostgreSQL a third of the time, so 3 keep 2 cores busy), then the tests marked
 # `serial` (races and the fault campaign, which measure what concurrency does) alone, with
 # nothing else running. A serial test refuses to run inside an xdist worker (tests/conftest.py).
 test: $(VENV)/.installed ## Run the whole suite (SQLite, and PostgreSQL when reachable)
-	$(PY) -m pytest -n 2 -m 'not serial' $(PYTEST_ARGS)
+	$(PY) -m pytest -n 3 -m 'not serial' $(PYTEST_ARGS)
 	$(PY) -m pytest -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS selected none
 
 test-fast: $(VENV)/.installed ## Unit tests only

@@ -480,6 +480,10 @@ def test_demo_runs_and_shows_a_reply(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "replied" in result.stdout
     assert list((tmp_path / "demo-outbox" / "new").glob("*.eml"))
+    # It ends with the open Reply Rescue threads: the reply, with its intent and next step.
+    rescue = result.stdout[result.stdout.index("Reply Rescue: open threads") :]
+    assert "priya@fernhollow.test" in rescue and "interested" in rescue
+    assert "Propose two times this week." in rescue and "open" in rescue
 
 
 def test_ingest_mbox_maildir_and_stdin_through_the_cli(ws: Workspace) -> None:

@@ -25,6 +25,10 @@ def test_threads_list_show_send_resolve_and_notify(ws: Workspace, tmp_path: Path
     assert thread["intent"] == "question" and thread["recommended_next_step"].startswith("Answer the pricing")
     shown = ws.ok("threads", "show", str(thread["id"]), now=now)
     assert "Draft" in shown and "threads send" in shown
+    detail = ws.json("threads", "show", str(thread["id"]), now=now)
+    assert detail["id"] == thread["id"] and detail["draft"]["body"] and detail["conversation"]
+    assert ws.json("threads", "list", "--product", PRODUCT, now=now) == [thread]
+    assert ws.json("threads", "list", "--product", "Northwind Forecasting", now=now) == []
     body = tmp_path / "answer.txt"
     body.write_text("Hi Priya,\n\n40 EUR a seat.\n\nDana\n", encoding="utf-8")
     sent = ws.ok("threads", "send", str(thread["id"]), "--body-file", str(body), "--by", "dana", now=now)

@@ -79,11 +79,11 @@ def test_a_full_mailbox_is_a_soft_bounce_and_the_third_counts_as_hard(app: App, 
     with RecordingSmtpServer(behaviour=Behaviour.MAILBOX_FULL_RCPT) as server:
         attempts = []
         end = clock.now() + timedelta(days=10)
-        while clock.now() < end:
+        while clock.now() < end:  # every 3 hours: each retry is due a day after the last
             before = len(server.transactions)
             Worker(app, _smtp(server)).run_once()
             attempts += [clock.now()] * (len(server.transactions) - before)
-            clock.advance(timedelta(hours=1))
+            clock.advance(timedelta(hours=3))
     assert len(attempts) == 3  # not 8 retries a step, 24 in all
     assert attempts[1] - attempts[0] >= timedelta(days=1) and attempts[2] - attempts[1] >= timedelta(days=1)
     assert lead_state(app, ANN["email"], "P") == "bounced"
