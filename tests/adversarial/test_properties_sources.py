@@ -5,7 +5,6 @@ strategies.py; here also: an mbox or Maildir gives back exactly the messages wri
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import io
 import itertools
@@ -18,7 +17,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from imapclient.exceptions import IMAPClientError
+from sqlalchemy import select
 
+from replyguard.adapters.db import models as m
 from replyguard.adapters.mail_files import iter_messages
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
@@ -150,16 +151,29 @@ def test_imap_with_hostile_messages(sent: App, clock: FixedClock, imap: DovecotS
     @given(raw=S.messages(targets))
     @S.PROPERTY_SETTINGS
     def run(raw: bytes) -> None:
+        n = 3 * 10**6 + next(counter)
+        rows_before = sum(S.inbound_rows(sent).values())
         with imap.client() as client:
-            with contextlib.suppress(IMAPClientError):  # Dovecot refused it: nothing to read then
+            appended = 1
+            try:
                 client.append("INBOX", raw)
-            client.append("INBOX", S.good_message(3 * 10**6 + next(counter)))
+                appended = 2
+            except IMAPClientError:  # Dovecot refused it: nothing to read then
+                pass
+            client.append("INBOX", S.good_message(n))
         poller = imap_poller(sent, imap.url, timing=FAST)
         assert poller.run_once() >= 1
         with imap.client() as client:
             newest = int(client.select_folder("INBOX", readonly=True)[b"UIDNEXT"]) - 1
         assert read_cursor(sent, poller.source.key).last_uid == newest  # moved past everything
         S.assert_nothing_left_stored(sent)
+        # Nothing lost: the good message has its row, and the hostile one its own unless it is
+        # the same message as one stored before (the store deduplicates).
+        with sent.uow() as uow:
+            assert uow.session.scalar(
+                select(m.InboundMessage.id).where(m.InboundMessage.message_id == f"<digest-{n}@digest.test>")
+            )
+        assert rows_before + 1 <= sum(S.inbound_rows(sent).values()) <= rows_before + appended
 
     run()
     imap.append(good_reply(sent, S.RESERVED, REPORTS, "<imap-last@b.test>"))

@@ -9,7 +9,9 @@ import json
 import httpx
 from hypothesis import given
 from hypothesis import strategies as st
+from sqlalchemy import func, select
 
+from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from tests.adversarial import strategies as S
@@ -32,7 +34,18 @@ def check(app: App, answer: httpx.Response, authenticated: bool, refused_before:
     if answer.status_code == 200:
         assert answer.json()["status"] in S.FINAL
     elif authenticated and answer.status_code not in (401, 403, 429):
+        # Kept with its reason: a new row, or the row of the same refusal seen before.
         assert S.inbound_rows(app).get("refused", 0) >= max(refused_before, 1)
+        with app.uow() as uow:
+            kept = uow.session.scalar(
+                select(func.count())
+                .select_from(m.InboundMessage)
+                .where(
+                    m.InboundMessage.status == "refused",
+                    m.InboundMessage.error.like(f"HTTP {answer.status_code}:%"),
+                )
+            )
+        assert kept, answer.status_code
 
 
 def finish(app: App, clock: FixedClock, post_good: object) -> None:

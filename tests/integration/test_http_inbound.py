@@ -51,7 +51,7 @@ def sent(app: App, clock: FixedClock) -> App:
         sendgrid_secret=SG_SECRET,
     )
     load_examples(app)
-    run_days(app, clock, 1)
+    run_days(app, clock, 1, step=timedelta(hours=3))  # every window of the day is visited
     assert lead_state(app, PRIYA, REPORTS) == "active"
     return app
 

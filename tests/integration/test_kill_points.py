@@ -39,7 +39,7 @@ FAULTS = {
 def test_workers_killed_at_every_point_never_duplicate_nor_resend_blindly(
     app: App, clock: FixedClock, tmp_path: Path
 ) -> None:
-    emails = simple_workspace(app, 150)
+    emails = simple_workspace(app, 60)
     start = clock.now() + timedelta(hours=4)
     url = app.engine.url.render_as_string(hide_password=False)
     spec = ",".join(f"{name}=kill@{p}" for name, p in FAULTS.items())
@@ -60,13 +60,13 @@ def test_workers_killed_at_every_point_never_duplicate_nor_resend_blindly(
                 killed += 1
                 continue
             assert worker.returncode == 0, err
-            if seed > 20:
+            if killed >= 8:  # enough deaths at the points, then a run that lived: the rest drains
                 break
         final = _worker(url, (start + timedelta(hours=1, minutes=6 * seed)).isoformat(), server.url())
         _, err = final.communicate(timeout=120)
         assert final.returncode == 0, err
         accepted = server.accepted()
-    assert killed >= 5
+    assert killed >= 8
     keys = Counter(msg.send_key for msg in accepted)
     assert [k for k, n in keys.items() if n > 1] == []
     with app.uow() as uow:
