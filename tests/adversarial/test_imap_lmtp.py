@@ -15,6 +15,7 @@ import smtplib
 from collections.abc import Iterator
 
 import pytest
+from imapclient import IMAPClient
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
@@ -60,10 +61,10 @@ def test_a_first_start_leaves_the_history_alone_and_reads_what_comes(sent: App, 
 
 def test_a_history_import_marks_the_old_mail_as_history(sent: App, imap: DovecotServer) -> None:
     imap.append(note(1), note(2))
-    assert imap_poller(sent, imap.url, timing=FAST, history=True).run_once() == 2
+    assert imap_poller(sent, imap.url, timing=FAST).run_once() == 2
     imap.append(note(3))
     # A restart during or after the import: the boundary is in the database.
-    assert imap_poller(sent, imap.url, timing=FAST, history=True).run_once() == 1
+    assert imap_poller(sent, imap.url, timing=FAST).run_once() == 1
     assert sources(sent) == [("imap-history", "unmatched")] * 2 + [("imap", "unmatched")]
 
 
@@ -79,7 +80,7 @@ def test_a_message_expunged_by_another_client_mid_fetch_is_skipped(sent: App, im
                 other.delete_messages([28, 29])
                 other.expunge()
 
-    poller = imap_poller(sent, imap.url, handle, timing=FAST, history=True)
+    poller = imap_poller(sent, imap.url, handle, timing=FAST)
     poller.run_once()  # before: TypeError on the NIL body Dovecot answers for them
     assert read == [note(n) for n in range(30) if n not in (27, 28)]
     assert poller.stats.vanished == 2
@@ -103,6 +104,33 @@ def test_an_exists_that_arrives_during_our_fetch_does_not_stall_idle(sent: App, 
     finally:
         running.stop()
     assert sorted(read) == sorted([note(n) for n in range(30)] + [note(99)])
+
+
+def test_a_message_landing_during_our_search_does_not_stall_idle(
+    sent: App, imap: DovecotServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server tells of a message that lands while a SEARCH runs beside that SEARCH's answer;
+    IDLE never repeats it. A poller that idles on the empty answer sleeps for its whole refresh
+    (an hour here) with the message unread."""
+    read: list[bytes] = []
+    searches = 0
+    real_search = IMAPClient.search
+
+    def search(client: IMAPClient, *args: object, **kwargs: object) -> object:
+        nonlocal searches
+        searches += 1
+        if searches == 1:  # the poller's first look at the folder, just after its SELECT
+            imap.append(note(7))
+        return real_search(client, *args, **kwargs)
+
+    monkeypatch.setattr(IMAPClient, "search", search)
+    poller = imap_poller(sent, imap.url, lambda message: read.append(message.raw), timing=FAST)
+    running = Running(poller)
+    try:
+        wait_for(lambda: poller.stats.idle_commands >= 1, "the poller waits in IDLE")
+        wait_for(lambda: read == [note(7)], "the message that landed during the search read")
+    finally:
+        running.stop()
 
 
 def test_the_poller_moves_past_a_message_the_database_refused_before(sent: App, imap: DovecotServer) -> None:

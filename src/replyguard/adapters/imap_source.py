@@ -170,6 +170,19 @@ def _newest_uid(client: IMAPClient, info: dict[bytes, Any]) -> int:
     return max(client.search(["ALL"]), default=0)
 
 
+def _mailbox_grew(client: IMAPClient) -> bool:
+    """Whether the server said a message arrived since our last look.
+
+    A message that lands while a SEARCH runs is not in its answer: Dovecot adds it to our view
+    when the command ends and says so by an untagged EXISTS beside the SEARCH result, which
+    imaplib keeps aside and IDLE never repeats; the poller would then sleep until its next
+    refresh with a reply unread. The EXISTS kept since the last look, and those a NOOP brings
+    now, say whether to search again before idling."""
+    kept = client._imap.untagged_responses.pop("EXISTS", None)
+    _, updates = client.noop()
+    return bool(kept) or any(len(u) > 1 and u[1] == b"EXISTS" for u in updates)
+
+
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -312,6 +325,8 @@ class ImapPoller:
             # "n:*" always matches the newest message, even when its UID is below n.
             last = cursor.last_uid
             uids = sorted(uid for uid in client.search(["UID", f"{last + 1}:*"]) if uid > last)
+            if not uids and _mailbox_grew(client):
+                continue
             if not uids:
                 self._health.polled()
                 return total
