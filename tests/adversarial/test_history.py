@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from email.utils import format_datetime
+from pathlib import Path
 
 from sqlalchemy import select
 
@@ -19,6 +20,7 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.service_layer.ingest import ingest_raw
 from replyguard.service_layer.leads import find_lead
+from tests.adversarial.cli import run_cli
 from tests.support.identity import (
     DANA,
     MARC,
@@ -121,3 +123,28 @@ def test_a_history_import_never_holds_probable_leads(app: App, clock: FixedClock
     result = ingest_raw(app, old, "imap", history=True)
     assert result.status == "history"
     assert lead_state(app, PRIYA, REPORTS) == "active"
+
+
+def test_ingest_history_from_the_command_line_records_the_export_and_changes_no_lead(
+    app: App, clock: FixedClock, tmp_path: Path
+) -> None:
+    # `replyguard ingest --history export.mbox`: the export of a mailbox's past, read once.
+    sent_workspace(app, clock)
+    before = effects(app)
+    mbox = tmp_path / "export.mbox"
+    mbox.write_bytes(
+        b"".join(
+            b"From MAILER-DAEMON Thu Jan  1 00:00:00 2026\n"
+            + _old_mail(clock, sender, n, days_ago=3 + n)
+            + b"\n"
+            for n, sender in enumerate(LEADS)
+        )
+    )
+    result = run_cli(app, "ingest", "--history", str(mbox))
+    assert result.exit_code == 0, result.output
+    assert effects(app) == before
+    with app.uow() as uow:
+        rows = uow.session.execute(select(m.InboundMessage.source, m.InboundMessage.status)).all()
+    assert len(rows) == len(LEADS)
+    assert {status for _, status in rows} == {"history"}
+    assert all(source.endswith("-history") for source, _ in rows), rows
