@@ -61,10 +61,10 @@ def test_a_first_start_leaves_the_history_alone_and_reads_what_comes(sent: App, 
 
 def test_a_history_import_marks_the_old_mail_as_history(sent: App, imap: DovecotServer) -> None:
     imap.append(note(1), note(2))
-    assert imap_poller(sent, imap.url, timing=FAST).run_once() == 2
+    assert imap_poller(sent, imap.url, timing=FAST, history=True).run_once() == 2
     imap.append(note(3))
     # A restart during or after the import: the boundary is in the database.
-    assert imap_poller(sent, imap.url, timing=FAST).run_once() == 1
+    assert imap_poller(sent, imap.url, timing=FAST, history=True).run_once() == 1
     assert sources(sent) == [("imap-history", "unmatched")] * 2 + [("imap", "unmatched")]
 
 
@@ -80,7 +80,7 @@ def test_a_message_expunged_by_another_client_mid_fetch_is_skipped(sent: App, im
                 other.delete_messages([28, 29])
                 other.expunge()
 
-    poller = imap_poller(sent, imap.url, handle, timing=FAST)
+    poller = imap_poller(sent, imap.url, handle, timing=FAST, history=True)
     poller.run_once()  # before: TypeError on the NIL body Dovecot answers for them
     assert read == [note(n) for n in range(30) if n not in (27, 28)]
     assert poller.stats.vanished == 2
