@@ -18,10 +18,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from hostile import HOSTILE, big_attachment, huge_subject, quoted_printable
 
 from replyguard.bootstrap import App
+from replyguard.domain.clock import FixedClock
 from replyguard.domain.inbound import classify
+from replyguard.domain.inbound.classify import classify_message
 from replyguard.domain.inbound.parse import header, parse_message
 from replyguard.domain.states import ReplyKind
 from replyguard.service_layer.ingest import ingest_raw
+from tests.support.identity import PRIYA, first_sent, raw_mail, reply_headers, sent_workspace
+from tests.support.scenario import REPORTS, lead_state
 
 GENEROUS_CLASSIFY_CPU_S = 1.0  # 10x the 100 ms bound: a busy machine must still pass
 
@@ -72,3 +76,40 @@ def test_ingesting_a_30mb_message_costs_bounded_cpu_and_memory(app: App) -> None
     finally:
         tracemalloc.stop()
     assert peak < 200_000_000
+
+
+OUT_OF_OFFICE = (
+    b"From: Priya <priya@example.test>\r\nSubject: Automatic reply: offer\r\n"
+    b"Message-ID: <ooo-1@example.test>\r\nAuto-Submitted: auto-replied\r\n\r\n"
+    b"I am out of the office until 14 December with no access to email.\r\n"
+)
+
+
+def test_a_message_past_its_cpu_budget_gets_the_safe_answer_a_human_reply() -> None:
+    msg = parse_message(OUT_OF_OFFICE)
+    assert classify_message(msg).kind is ReplyKind.OUT_OF_OFFICE
+    spent = classify_message(parse_message(OUT_OF_OFFICE), cpu_limit=0.0)
+    assert spent.kind is ReplyKind.HUMAN_REPLY
+    assert "limit:time" in spent.evidence
+    assert spent.message_id == "<ooo-1@example.test>" and spent.subject == "Automatic reply: offer"
+
+
+def test_ingest_of_a_message_past_its_budget_stops_the_lead_for_a_person(
+    app: App, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the limit is for: whatever a message does to the classifier, the reply still stops
+    # the machine. Here an out-of-office (which would only pause her) is cut off at once.
+    sent_workspace(app, clock)
+    first = first_sent(app, PRIYA, REPORTS)
+    headers = reply_headers(
+        PRIYA,
+        f"Automatic reply: {first.subject}",
+        in_reply_to=first.message_id,
+        extra=[("Auto-Submitted", "auto-replied")],
+    )
+    # The package exports the function `classify`, which hides the module of that name.
+    monkeypatch.setattr(sys.modules["replyguard.domain.inbound.classify"], "MAX_CLASSIFY_CPU_S", 0.0)
+    result = ingest_raw(app, raw_mail(headers, "I am out of the office until 14 December.\n"), "imap")
+    assert result.status == "matched" and result.kind == ReplyKind.HUMAN_REPLY.value
+    assert "limit:time" in result.evidence
+    assert lead_state(app, PRIYA, REPORTS) == "replied"
