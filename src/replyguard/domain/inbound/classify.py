@@ -182,6 +182,15 @@ def classify_message(msg: EmailMessage, *, cpu_limit: float | None = None) -> Cl
         return _out_of_time(msg)
 
 
+def _threading(msg: EmailMessage) -> dict[str, Any]:
+    """The headers that tie a message to its thread, read the same for every answer."""
+    return {
+        "message_id": header(msg, "message-id") or None,
+        "in_reply_to": parent_id(message_ids_in(header(msg, "in-reply-to"))),
+        "references": thread_references(message_ids_in(header(msg, "references"))),
+    }
+
+
 def _out_of_time(msg: EmailMessage) -> Classification:
     """The safe answer for a message that took too long: a person reads it."""
     return Classification(
@@ -194,9 +203,7 @@ def _out_of_time(msg: EmailMessage) -> Classification:
         bounce=None,
         subject=header(msg, "subject"),
         from_address=_from_address(msg),
-        message_id=header(msg, "message-id") or None,
-        in_reply_to=parent_id(message_ids_in(header(msg, "in-reply-to"))),
-        references=thread_references(message_ids_in(header(msg, "references"))),
+        **_threading(msg),
         date=_date(msg),
     )
 
@@ -267,9 +274,7 @@ def _classify(msg: EmailMessage, budget: _Budget) -> Classification:
         bounce=bounce,
         subject=subject,
         from_address=sender,
-        message_id=header(msg, "message-id") or None,
-        in_reply_to=parent_id(message_ids_in(header(msg, "in-reply-to"))),
-        references=thread_references(message_ids_in(header(msg, "references"))),
+        **_threading(msg),
         date=sent,
         complaint=complaint_of(msg, full) if complained else None,
     )
