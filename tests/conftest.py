@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import NullPool
@@ -32,6 +33,12 @@ from replyguard.service_layer.failpoints import Failpoints
 from replyguard.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Hypothesis measures time too: its per-example deadline and its "generation is slow" check
+# fail a property on a loaded machine that holds on an idle one. The properties here are about
+# what the code does, never how fast, so neither applies (benchmarks measure speed).
+settings.register_profile("replyguard", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("replyguard")
 
 # pytest-xdist's workers start with COLUMNS=80. A Rich console created while it is set keeps
 # that width for good, and the CLI's consoles are created when its module is first imported

@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import logging
 import socket
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -221,20 +220,18 @@ def test_a_silent_server_times_out_before_data_as_transient() -> None:
         silent.bind(("127.0.0.1", 0))
         silent.listen(1)
         port = silent.getsockname()[1]
-        started = time.monotonic()
+        # Without the timeout the greeting would be awaited until pytest's own timeout.
         delivery = SmtpTransport(f"smtp://127.0.0.1:{port}?timeout=0.5").send(make_email())
     assert delivery.outcome is Outcome.TRANSIENT
-    assert time.monotonic() - started < 3
 
 
 def test_the_timeout_bounds_the_whole_send_not_each_wait() -> None:
     # Each answer comes well within the timeout, but together they overrun it.
+    # Were each wait bounded on its own, every 0.4 s answer would come in time and the server
+    # would take the message: refused before the end of DATA, it proves the bound is the whole.
     with RecordingSmtpServer(command_delay=0.4) as slow:
-        started = time.monotonic()
         delivery = transport_for(slow, timeout=FAST).send(make_email())
-        elapsed = time.monotonic() - started
         assert delivery.outcome is Outcome.TRANSIENT, delivery
-        assert elapsed < FAST + 0.5
         assert slow.accepted() == []
 
 
@@ -253,11 +250,8 @@ def test_drop_while_the_content_is_being_written_is_transient() -> None:
 
 def test_no_reply_after_the_final_dot_is_unknown_and_the_server_did_take_it() -> None:
     with HangAfterDataServer() as hanging:
-        started = time.monotonic()
         delivery = transport_for(hanging, timeout=FAST).send(make_email())
-        elapsed = time.monotonic() - started
         assert delivery.outcome is Outcome.UNKNOWN, delivery
-        assert elapsed < FAST + 1.5
         # The oracle shows why UNKNOWN must never be resent blindly: the message went out.
         assert len(hanging.accepted()) == 1
 
@@ -270,11 +264,11 @@ def test_disconnect_after_the_final_dot_is_unknown() -> None:
 
 
 def test_a_server_hanging_on_quit_still_yields_accepted_promptly() -> None:
+    # The server never answers QUIT while it runs, and the transport's own timeout is nearly an hour:
+    # only the cap on the QUIT wait lets send() return before pytest's timeout ends the test.
     with HangOnQuitServer() as hanging:
-        started = time.monotonic()
-        delivery = transport_for(hanging, timeout=30).send(make_email())
+        delivery = transport_for(hanging, timeout=3599).send(make_email())
         assert delivery.outcome is Outcome.ACCEPTED, delivery
-        assert time.monotonic() - started < 2.5  # the QUIT wait is capped at one second
         assert len(hanging.accepted()) == 1
 
 
