@@ -332,11 +332,18 @@ def test_a_poller_whose_database_session_dies_loses_the_mailbox(app: App, imap: 
         wait_for(lambda: second.stats.connections + first.stats.connections == 2, "a poller took over")
         imap.append(note(1))
         wait_for(lambda: len(one.raws) + len(two.raws) == 1, "the message read once")
-        time.sleep(0.5)  # time for a second reader to show up, if there were one
+        # The other poller is still refused the mailbox, twice more after the read: it did
+        # not read the message, and it cannot read it now.
+        holder, other = (first, second) if one.raws else (second, first)
+        connections, waits = other.stats.connections, other.stats.lease_waits
+        wait_for(lambda: other.stats.lease_waits >= waits + 2, "the other poller is refused again")
+        assert other.stats.connections == connections
+        imap.append(note(2))
+        wait_for(lambda: len((one if holder is first else two).raws) == 2, "the holder reads on")
     finally:
         running_first.stop()
         running_second.stop()
-    assert len(one.raws) + len(two.raws) == 1
+    assert len(one.raws) + len(two.raws) == 2 and sorted(one.raws + two.raws) == sorted([note(1), note(2)])
 
 
 def test_the_poll_command_reads_once_and_reports(app: App, clock: FixedClock, imap: DovecotServer) -> None:
