@@ -38,10 +38,12 @@ def describe(exc: BaseException) -> tuple[int, str]:
     """(exit code, one line) for an exception that reached the top of a command."""
     from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
-    from replyguard.adapters.db.engine import DatabaseUrlError
+    from replyguard.adapters.db.engine import DatabaseUrlError, DriverMissing
 
     if isinstance(exc, KeyboardInterrupt):
         return EXIT_INTERRUPTED, "interrupted"
+    if isinstance(exc, DriverMissing):
+        return EXIT_USAGE, _first_line(exc)
     if isinstance(exc, DatabaseUrlError | ArgumentError | NoSuchModuleError):
         return EXIT_USAGE, f"{_first_line(exc)} (set --db or REPLYGUARD_DATABASE_URL)"
     if isinstance(exc, OperationalError):
