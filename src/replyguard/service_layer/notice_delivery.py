@@ -165,7 +165,7 @@ class NoticeDelivery:
         except Exception as exc:  # a channel must never stop the loop; the row keeps the error
             log.warning("notice channel %s raised %s", channel, exc.__class__.__name__)
             result = ChannelResult(False, f"raised {exc.__class__.__name__}")
-        self.app.failpoints.hit("after_notice_sent")
+        self.app.hooks.at("after_notice_sent")
         with self.app.uow() as uow:
             now = uow.clock.now()
             row = uow.session.get_one(D, delivery_id)

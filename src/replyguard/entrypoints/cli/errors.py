@@ -81,9 +81,9 @@ def _first_line(exc: object) -> str:
 
 
 def debug_requested(argv: list[str]) -> bool:
-    import os
+    from replyguard.settings import debug_requested as from_environment
 
-    return "--debug" in argv or os.environ.get("REPLYGUARD_DEBUG", "") == "1"
+    return "--debug" in argv or from_environment()
 
 
 def report(exc: BaseException) -> int:
