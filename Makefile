@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml $(LOCK)
 
 lock: ## Re-resolve every dependency into requirements/dev.lock (after editing pyproject.toml)
 	$(PYTHON) -m venv .lock-venv && .lock-venv/bin/pip install --quiet uv
-	.lock-venv/bin/uv pip compile pyproject.toml --extra dev --python-version 3.11 \
+	.lock-venv/bin/uv pip compile pyproject.toml --extra dev --extra postgres --python-version 3.11 \
 		--no-header --annotation-style line -o $(LOCK)
 	rm -rf .lock-venv
 

@@ -47,6 +47,11 @@ class BrokenGuardWorker(worker_module.Worker):
         self.guard = BrokenSendGuard(self.ctx, self.guard.recorder)
 
 
-if __name__ == "__main__":
+def break_the_guard() -> None:
+    """Every Worker this process builds from now on is the broken one."""
     worker_module.Worker = BrokenGuardWorker  # type: ignore[misc]
+
+
+if __name__ == "__main__":
+    break_the_guard()
     main()

@@ -31,7 +31,6 @@ from replyguard.domain.clock import FixedClock  # noqa: E402
 from replyguard.domain.leads_csv import read_leads  # noqa: E402
 from replyguard.service_layer.campaigns import create_campaign  # noqa: E402
 from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads  # noqa: E402
-from replyguard.service_layer.failpoints import Failpoints  # noqa: E402
 from replyguard.service_layer.leads import import_leads  # noqa: E402
 from replyguard.settings import Settings  # noqa: E402
 
@@ -85,7 +84,7 @@ def workspace(url: str, leads: int, *, clock: FixedClock | None = None) -> App:
     """A migrated database with one campaign and `leads` enrolled leads, all through services."""
     engine = make_engine(url, pool_size=10)
     upgrade(engine)
-    app = App(engine=engine, clock=clock or FixedClock(START), settings=Settings(), failpoints=Failpoints())
+    app = App(engine=engine, clock=clock or FixedClock(START), settings=Settings())
     app.init_database()
     header = "email,first_name,last_name,company,title,timezone,alt_emails,owner\n"
     csv = header + "".join(f"lead{i}@example{i % 97}.test,L{i},,,,,,\n" for i in range(leads))

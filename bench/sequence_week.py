@@ -69,7 +69,6 @@ from replyguard.domain.states import ReplyKind, ReplyState, StepState
 from replyguard.service_layer.actions import approve_steps, resolve_unknown, set_lead_state
 from replyguard.service_layer.campaigns import create_campaign
 from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
-from replyguard.service_layer.failpoints import Failpoints
 from replyguard.service_layer.leads import import_leads
 from replyguard.service_layer.mailboxes import resume_mailbox
 from replyguard.service_layer.replies import IncomingReply, record_reply
@@ -179,7 +178,7 @@ def address(kind: str, i: int) -> str:
 def populate(url: str, plan: Plan, clock: ScaledClock, rng: random.Random) -> App:
     engine = make_engine(url, pool_size=4)
     upgrade(engine)
-    app = App(engine=engine, clock=clock, settings=Settings(), failpoints=Failpoints())
+    app = App(engine=engine, clock=clock, settings=Settings())
     app.init_database()
     header = "email,first_name,last_name,company,title,timezone,alt_emails,owner\n"
     rows: dict[str, list[str]] = {"Reports": [], "Forecasting": []}
@@ -528,7 +527,6 @@ def run(plan: Plan, seed: int, admin_url: str = DEFAULT_DB, console: Console | N
                 "REPLYGUARD_SIM_T0": str(clock.t0),
                 "REPLYGUARD_SIM_SPEED": str(plan.speed),
             }
-            env.pop("REPLYGUARD_FAILPOINTS", None)
             procs = [
                 subprocess.Popen(
                     [*SIM_WORKER, "--db", url, "worker"],

@@ -68,15 +68,15 @@ from replyguard.domain.leads_csv import read_leads
 from replyguard.domain.states import ReplyKind
 from replyguard.service_layer.campaigns import create_campaign
 from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
-from replyguard.service_layer.failpoints import Failpoints
 from replyguard.service_layer.leads import import_leads
 from replyguard.service_layer.replies import IncomingReply, record_reply
 from replyguard.settings import Settings
 
 DEFAULT_DB = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 CLI = [sys.executable, "-c", "from replyguard.entrypoints.cli.app import main; main()"]
-#: The same command line with the send guard broken (test-only; see the file's docstring).
-BROKEN_CLI = [sys.executable, str(ROOT / "bench" / "broken_guard_worker.py")]
+#: The same command line with failpoints armed (and, with --broken-guard, the send guard
+#: broken): test-only wiring that the product does not have (tests/support/fault_worker.py).
+FAULT_CLI = [sys.executable, str(ROOT / "tests" / "support" / "fault_worker.py")]
 START = datetime(2026, 12, 7, 10, 0, tzinfo=UTC)  # a Monday; the campaign sends all day anyway
 #: The workers send by SMTP, which they refuse with unsubscribe links to localhost.
 PUBLIC_URL = "https://replyguard.torture.test"
@@ -238,7 +238,7 @@ def populate(url: str, leads: int, duration: float, rng: random.Random) -> int:
     the run (steps of one lead in order) with one SQL update."""
     engine = make_engine(url)
     upgrade(engine)
-    app = App(engine=engine, clock=FixedClock(START), settings=Settings(), failpoints=Failpoints())
+    app = App(engine=engine, clock=FixedClock(START), settings=Settings())
     app.init_database()
     header = "email,first_name,last_name,company,title,timezone,alt_emails,owner\n"
     csv = header + "".join(f"lead{i}@example{i % 97}.test,L{i},,,,,,\n" for i in range(leads))
@@ -284,19 +284,22 @@ class Workers:
         self.lock = threading.Lock()
         self.running = True
 
-    def env(self, failpoint: str | None, seed: int) -> dict[str, str]:
-        armed = [failpoint] if failpoint else []
-        if self.profile.stall_before_data and not (failpoint or "").startswith("before_data="):
-            armed.append(f"before_data=sleep:{self.profile.stall_before_data}")
+    def env(self) -> dict[str, str]:
         return {
             **os.environ,
             "REPLYGUARD_TRANSPORT": self.smtp_url,
             "REPLYGUARD_PUBLIC_URL": PUBLIC_URL,
             "REPLYGUARD_LEASE_SECONDS": str(self.profile.lease),
             "REPLYGUARD_RETRY_BASE_SECONDS": "2",
-            "REPLYGUARD_FAILPOINTS": ",".join(armed),
-            "REPLYGUARD_FAILPOINT_SEED": str(seed),
         }
+
+    def fault_worker(self, failpoint: str | None, seed: int) -> list[str]:
+        """The fault worker's own options: the armed failpoints, their seed, the broken guard."""
+        armed = [failpoint] if failpoint else []
+        if self.profile.stall_before_data and not (failpoint or "").startswith("before_data="):
+            armed.append(f"before_data=sleep:{self.profile.stall_before_data}")
+        broken = ["--broken-guard"] if self.profile.broken_guard else []
+        return [*FAULT_CLI, "--failpoints", ",".join(armed), "--seed", str(seed), *broken, "--"]
 
     def spawn(self, slot: Slot) -> None:
         failpoint = None
@@ -308,14 +311,14 @@ class Workers:
         with (self.logdir / f"worker{slot.index}.log").open("ab") as errlog:
             slot.proc = subprocess.Popen(
                 [
-                    *(BROKEN_CLI if self.profile.broken_guard else CLI),
+                    *self.fault_worker(failpoint, seed),
                     "--db",
                     self.url,
                     "--now",
                     self.clock.now().isoformat(),
                     "worker",
                 ],
-                env=self.env(failpoint, seed),
+                env=self.env(),
                 stdout=subprocess.DEVNULL,
                 stderr=errlog,
             )
@@ -428,7 +431,7 @@ def inject_replies(
 ) -> None:
     """Reply to leads whose step is in flight or due right now; note the time just before and
     just after each COMMIT."""
-    app = App(engine=engine, clock=clock, settings=Settings(), failpoints=Failpoints())
+    app = App(engine=engine, clock=clock, settings=Settings())
     while not stop.wait(rng.expovariate(rate)):
         now = clock.now()
         try:
@@ -537,7 +540,6 @@ def final_recovery(
         "REPLYGUARD_PUBLIC_URL": PUBLIC_URL,
         "REPLYGUARD_LEASE_SECONDS": str(lease),
     }
-    env.pop("REPLYGUARD_FAILPOINTS", None)
     command = [*CLI, "--db", url, "--now", at.isoformat(), "worker", "--once", "--json"]
     for _ in range(10):
         procs = [

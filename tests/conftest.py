@@ -29,8 +29,8 @@ from replyguard.adapters.db.models import Base
 from replyguard.adapters.transports.maildir import MaildirTransport
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.failpoints import Failpoints
 from replyguard.settings import Settings
+from tests.support.failpoints import Failpoints
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -236,7 +236,10 @@ def build_app(url: str, clock: FixedClock, outbox: Path, **settings: object) -> 
         clock=clock,
         settings=Settings(**settings),  # type: ignore[arg-type]
         transport_spec=f"maildir:{outbox}",
-        failpoints=Failpoints(),
+        # The tests' own wiring: failpoints on the paths' named points, and the fixed clock as
+        # the real time too (a test signs a Mailgun webhook with the time it lives in).
+        hooks=Failpoints(),
+        wall_clock=clock,
     )
     app.init_database()
     app.use_transport(MaildirTransport(outbox))

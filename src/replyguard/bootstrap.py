@@ -1,11 +1,21 @@
-"""The composition root: the one place where engine, clock, transport and settings are wired."""
+"""The composition root: the one place where the world of a process is built.
+
+`bootstrap()` reads the environment once (`settings.Environment`), then builds the engine, the
+clock, the transport, the hooks and every unit of work from it; `App` hands out what a
+process runs — units of work for its workspace (`uow`) or any workspace (`scoped`), notice
+channels and their delivery, the model client, IMAP pollers — each wired here from the same
+settings. Nothing below reaches for a global or for the environment: a use case gets what it
+needs passed in, and a wire left out is an error where the process starts, not a default
+somewhere deep inside (two processes could then disagree about the same setting).
+"""
 
 from __future__ import annotations
 
-import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
@@ -14,9 +24,16 @@ from replyguard.adapters.db import models as m
 from replyguard.adapters.db.engine import DEFAULT_URL, make_engine
 from replyguard.adapters.transports.base import Transport
 from replyguard.domain.clock import Clock, FixedClock, OffsetClock, SystemClock, parse_instant
-from replyguard.service_layer.failpoints import Failpoints
+from replyguard.service_layer.hooks import Hooks, NoHooks
+from replyguard.service_layer.scoped import Scoped
 from replyguard.service_layer.uow import UnitOfWork
-from replyguard.settings import Settings
+from replyguard.settings import Environment, ModelSettings, NotifySettings, Settings
+
+if TYPE_CHECKING:  # built on demand: most commands need none of them
+    from replyguard.adapters.imap_source import Fetched, ImapPoller, Timing
+    from replyguard.adapters.model_client import ModelClient
+    from replyguard.adapters.notices.base import NoticeChannel
+    from replyguard.service_layer.notice_delivery import NoticeDelivery
 
 DEFAULT_WORKSPACE = "default"
 DEFAULT_TRANSPORT = "maildir:outbox"
@@ -33,7 +50,19 @@ class App:
     settings: Settings
     transport_spec: str = DEFAULT_TRANSPORT
     workspace: str = DEFAULT_WORKSPACE
-    failpoints: Failpoints = field(default_factory=Failpoints)
+    #: The named points of the send, reply and notice paths (service_layer/hooks.py): nothing
+    #: listens in the product; the audit and the tests' own wiring pass theirs.
+    hooks: Hooks = field(default_factory=NoHooks)
+    notify: NotifySettings = field(default_factory=NotifySettings)
+    model: ModelSettings = field(default_factory=ModelSettings)
+    #: What the process read from its environment (web, logging and IMAP settings among it).
+    environment: Environment = field(default_factory=Environment)
+    #: The real time, for what is checked against the outside world's clock (a provider's
+    #: signature window, our webhook signatures), whatever `clock` says.
+    wall_clock: Clock = field(default_factory=SystemClock)
+    #: Where a simulated clock came from ("--now" or "REPLYGUARD_NOW"); None on the real one.
+    #: A process on a simulated clock says so at start-up, in its log lines and on every page.
+    simulated: str | None = None
     _transport: Transport | None = None
 
     @property
@@ -53,6 +82,32 @@ class App:
     def uow(self) -> UnitOfWork:
         return UnitOfWork(self.engine, self.clock, self.workspace_id, self.settings)
 
+    @cached_property
+    def scoped(self) -> Scoped:
+        """Units of work for any workspace of this database (the web serves several)."""
+        return Scoped(self.engine, self.clock, self.settings)
+
+    def for_workspace(self, workspace_id: int) -> App:
+        """This app for another workspace of the same database: the same engine, clock,
+        settings, transport and hooks, its units of work scoped to `workspace_id` (the web's
+        caller's workspace, never one named by a request)."""
+        scoped = App(
+            self.engine,
+            self.clock,
+            self.settings,
+            self.transport_spec,
+            hooks=self.hooks,
+            notify=self.notify,
+            model=self.model,
+            environment=self.environment,
+            wall_clock=self.wall_clock,
+            simulated=self.simulated,
+        )
+        scoped.use_transport(self.transport)
+        # `workspace_id` is a cached lookup by name; the caller knows the id already.
+        scoped.__dict__["workspace_id"] = workspace_id
+        return scoped
+
     @property
     def transport(self) -> Transport:
         if self._transport is None:
@@ -63,6 +118,72 @@ class App:
 
     def use_transport(self, transport: Transport) -> None:
         self._transport = transport
+
+    def notice_channels(self) -> list[NoticeChannel]:
+        """The configured notice channels: an email to the owner through the transport (unless
+        REPLYGUARD_NOTIFY_EMAIL=0), the signed webhook, the Slack-compatible one. Raises
+        ValueError for a transport that does not parse."""
+        from replyguard.adapters.notices import make_channels
+
+        return make_channels(self.notify, self.transport if self.notify.email else None, self.wall_clock)
+
+    def model_client(self) -> ModelClient | None:
+        """The language model for drafts and intents, or None when REPLYGUARD_MODEL_URL is unset."""
+        if self.model.url is None:
+            return None
+        from replyguard.adapters.model_client import ModelClient
+
+        return ModelClient(self.model.url, self.model.model, self.model.api_key, self.model.timeout)
+
+    def notice_delivery(self, channels: list[NoticeChannel] | None = None) -> NoticeDelivery:
+        """The notice outbox's delivery to `channels` (by default the configured ones), with the
+        model's drafts before each pass when a model is configured."""
+        from replyguard.service_layer.notice_delivery import NoticeDelivery
+
+        drafts: Callable[[], int] | None = None
+        client = self.model_client()
+        if client is not None:
+            from replyguard.service_layer.drafting import draft_pending
+
+            def drafts() -> int:
+                return draft_pending(self, client)
+
+        found = self.notice_channels() if channels is None else channels
+        return NoticeDelivery(self, found, self.notify, before_pass=drafts)
+
+    def imap_poller(
+        self,
+        url: str,
+        handle: Callable[[Fetched], None] | None = None,
+        *,
+        folder: str | None = None,
+        timing: Timing | None = None,
+        use_idle: bool = True,
+        owner: str | None = None,
+        history: bool = False,
+    ) -> ImapPoller:
+        """A poller for one IMAP folder, wired to this app's cursor table, lease and health.
+
+        `handle`: by default `ingest_fetched(app)`. `history`: on the folder's first start,
+        import the mail already there as history (otherwise reading starts from now). Raises
+        ImapUrlError for a URL that does not parse.
+        """
+        from replyguard.adapters.imap_source import ImapPoller, parse_imap_url
+        from replyguard.service_layer.pollers import DbCursorStore, SourceLease, ingest_fetched
+        from replyguard.service_layer.source_health import RecordedHealth
+
+        source = parse_imap_url(url, folder)
+        return ImapPoller(
+            source,
+            DbCursorStore(self, source.key),
+            SourceLease(self, source.key, owner),
+            handle or ingest_fetched(self),
+            timing=timing,
+            use_idle=use_idle,
+            history=history,
+            max_bytes=self.settings.message_max_bytes,
+            health=RecordedHealth(self, source.key, source.password),
+        )
 
     def init_database(self) -> int:
         """Migrate to the newest schema and make sure this app's workspace exists."""
@@ -108,15 +229,24 @@ def bootstrap(
     transport: str | None = None,
     workspace: str | None = None,
     clock: Clock | None = None,
-    settings: Settings | None = None,
-    failpoints: Failpoints | None = None,
+    hooks: Hooks | None = None,
+    environment: Environment | None = None,
 ) -> App:
-    url = db_url or os.environ.get("REPLYGUARD_DATABASE_URL") or DEFAULT_URL
+    """The App of one process. The arguments are the command line's global options, which win
+    over the environment; `clock` is for a caller that moves time itself (the demo), `hooks`
+    for one that watches the paths (the tests' fault worker). Raises ValueError for a setting
+    that does not parse."""
+    env = Environment.read() if environment is None else environment
+    instant = now or env.now
     return App(
-        engine=make_engine(url),
-        clock=clock or make_clock(now or os.environ.get("REPLYGUARD_NOW"), running=running_clock),
-        settings=settings or Settings.from_env(),
-        transport_spec=transport or os.environ.get("REPLYGUARD_TRANSPORT") or DEFAULT_TRANSPORT,
-        workspace=workspace or os.environ.get("REPLYGUARD_WORKSPACE") or DEFAULT_WORKSPACE,
-        failpoints=failpoints or Failpoints.from_env(),
+        engine=make_engine(db_url or env.database_url or DEFAULT_URL),
+        clock=clock or make_clock(instant, running=running_clock),
+        settings=env.settings,
+        transport_spec=transport or env.transport or DEFAULT_TRANSPORT,
+        workspace=workspace or env.workspace or DEFAULT_WORKSPACE,
+        hooks=hooks or NoHooks(),
+        notify=env.notify,
+        model=env.model,
+        environment=env,
+        simulated=None if not instant else "--now" if now else "REPLYGUARD_NOW",
     )

@@ -1,7 +1,14 @@
-"""Settings read from the environment once, in the composition root."""
+"""Settings read from the environment once, in the composition root.
+
+This module and `bootstrap` are the only ones that read the environment
+(tests/unit/test_environment.py holds everything else to it): `Environment.read()` is every
+REPLYGUARD_* variable a process uses, parsed once at start-up, where a value that does not
+parse is one clear error; nothing reaches for the environment afterwards.
+"""
 
 from __future__ import annotations
 
+import getpass
 import os
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -190,3 +197,64 @@ class ModelSettings:
             api_key=_secret("REPLYGUARD_MODEL_KEY"),
             timeout=_seconds("REPLYGUARD_MODEL_TIMEOUT_SECONDS", 20).total_seconds(),
         )
+
+
+def _cookie_secure() -> str:
+    secure = os.environ.get("REPLYGUARD_COOKIE_SECURE", "auto").strip().lower() or "auto"
+    if secure not in ("auto", "always", "never"):
+        raise ValueError(f"REPLYGUARD_COOKIE_SECURE must be auto, always or never, got {secure!r}")
+    return secure
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    """Everything a process takes from its environment, read once by `bootstrap`.
+
+    The command line's global options win over the first four (`--db`, `--now`,
+    `--transport`, `--workspace`). Values with secrets are kept out of repr.
+    """
+
+    database_url: str | None = None
+    now: str | None = None
+    transport: str | None = None
+    workspace: str | None = None
+    settings: Settings = field(default_factory=Settings)
+    notify: NotifySettings = field(default_factory=NotifySettings)
+    model: ModelSettings = field(default_factory=ModelSettings)
+    #: The session cookie's Secure flag: auto (https requests), always or never.
+    cookie_secure: str = "auto"
+    metrics_token: str | None = field(default=None, repr=False)
+    log_format: str | None = None
+    #: IMAP folders to poll (REPLYGUARD_IMAP_URL, space-separated): they hold passwords.
+    imap_urls: tuple[str, ...] = field(default=(), repr=False)
+
+    @classmethod
+    def read(cls) -> Environment:
+        """Parse every REPLYGUARD_* setting; raises ValueError naming the first that does not parse."""
+        return cls(
+            database_url=os.environ.get("REPLYGUARD_DATABASE_URL") or None,
+            now=os.environ.get("REPLYGUARD_NOW") or None,
+            transport=os.environ.get("REPLYGUARD_TRANSPORT") or None,
+            workspace=os.environ.get("REPLYGUARD_WORKSPACE") or None,
+            settings=Settings.from_env(),
+            notify=NotifySettings.from_env(),
+            model=ModelSettings.from_env(),
+            cookie_secure=_cookie_secure(),
+            metrics_token=os.environ.get("REPLYGUARD_METRICS_TOKEN") or None,
+            log_format=os.environ.get("REPLYGUARD_LOG_FORMAT") or None,
+            imap_urls=tuple(os.environ.get("REPLYGUARD_IMAP_URL", "").split()),
+        )
+
+
+def debug_requested() -> bool:
+    """REPLYGUARD_DEBUG=1: the command line lets an error through with its traceback. Read when
+    an error is reported, which may be before (or because) the environment failed to parse."""
+    return os.environ.get("REPLYGUARD_DEBUG", "") == "1"
+
+
+def acting_user() -> str:
+    """Who acts when a command is not told (`--by`): REPLYGUARD_USER, else the login name."""
+    try:
+        return os.environ.get("REPLYGUARD_USER") or getpass.getuser()
+    except (KeyError, OSError):
+        return "cli"

@@ -21,7 +21,7 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.adapters.imap_source import Fetched
 from replyguard.bootstrap import App
-from replyguard.service_layer.pollers import imap_poller, ingest_fetched, read_cursor
+from replyguard.service_layer.pollers import ingest_fetched, read_cursor
 from tests.adversarial import hostile
 from tests.integration.test_http_inbound import PRIYA
 from tests.integration.test_imap_poller import FAST, Running, note, wait_for
@@ -49,22 +49,22 @@ def sources(app: App) -> list[tuple[str, str]]:
 def test_a_first_start_leaves_the_history_alone_and_reads_what_comes(sent: App, imap: DovecotServer) -> None:
     old_reply = hostile.good_reply(sent, PRIYA, REPORTS, "<old-reply@fernhollow.test>")
     imap.append(old_reply, note(1), note(2))
-    poller = imap_poller(sent, imap.url, timing=FAST)
+    poller = sent.imap_poller(imap.url, timing=FAST)
     assert poller.run_once() == 0
     assert lead_state(sent, PRIYA, REPORTS) == "active"  # the history stopped nobody
     assert read_cursor(sent, poller.source.key).last_uid == 3
     imap.append(hostile.good_reply(sent, MARC, REPORTS, "<new@brightline.test>"))
-    assert imap_poller(sent, imap.url, timing=FAST).run_once() == 1
+    assert sent.imap_poller(imap.url, timing=FAST).run_once() == 1
     assert lead_state(sent, MARC, REPORTS) == "replied"
     assert sources(sent) == [("imap", "matched")]
 
 
 def test_a_history_import_marks_the_old_mail_as_history(sent: App, imap: DovecotServer) -> None:
     imap.append(note(1), note(2))
-    assert imap_poller(sent, imap.url, timing=FAST, history=True).run_once() == 2
+    assert sent.imap_poller(imap.url, timing=FAST, history=True).run_once() == 2
     imap.append(note(3))
     # A restart during or after the import: the boundary is in the database.
-    assert imap_poller(sent, imap.url, timing=FAST, history=True).run_once() == 1
+    assert sent.imap_poller(imap.url, timing=FAST, history=True).run_once() == 1
     assert sources(sent) == [("imap-history", "unmatched")] * 2 + [("imap", "unmatched")]
 
 
@@ -80,7 +80,7 @@ def test_a_message_expunged_by_another_client_mid_fetch_is_skipped(sent: App, im
                 other.delete_messages([28, 29])
                 other.expunge()
 
-    poller = imap_poller(sent, imap.url, handle, timing=FAST, history=True)
+    poller = sent.imap_poller(imap.url, handle, timing=FAST, history=True)
     poller.run_once()  # before: TypeError on the NIL body Dovecot answers for them
     assert read == [note(n) for n in range(30) if n not in (27, 28)]
     assert poller.stats.vanished == 2
@@ -95,7 +95,7 @@ def test_an_exists_that_arrives_during_our_fetch_does_not_stall_idle(sent: App, 
         if len(read) == 1:  # lands while we read: the server reports it inside our next FETCH
             imap.append(note(99))
 
-    poller = imap_poller(sent, imap.url, handle, timing=FAST)  # IDLE refresh: one hour
+    poller = sent.imap_poller(imap.url, handle, timing=FAST)  # IDLE refresh: one hour
     running = Running(poller)
     try:
         wait_for(lambda: poller.stats.idle_commands == 1, "the poller waits in IDLE")
@@ -124,7 +124,7 @@ def test_a_message_landing_during_our_search_does_not_stall_idle(
         return real_search(client, *args, **kwargs)
 
     monkeypatch.setattr(IMAPClient, "search", search)
-    poller = imap_poller(sent, imap.url, lambda message: read.append(message.raw), timing=FAST)
+    poller = sent.imap_poller(imap.url, lambda message: read.append(message.raw), timing=FAST)
     running = Running(poller)
     try:
         wait_for(lambda: poller.stats.idle_commands >= 1, "the poller waits in IDLE")
@@ -134,7 +134,7 @@ def test_a_message_landing_during_our_search_does_not_stall_idle(
 
 
 def test_the_poller_moves_past_a_message_the_database_refused_before(sent: App, imap: DovecotServer) -> None:
-    poller = imap_poller(sent, imap.url, timing=FAST)
+    poller = sent.imap_poller(imap.url, timing=FAST)
     assert poller.run_once() == 0
     imap.append(hostile.escape_charset(sent), hostile.good_reply(sent, MARC, REPORTS, "<m@b.test>"))
     assert poller.run_once() == 2
@@ -146,13 +146,13 @@ def test_a_message_over_the_limit_is_kept_as_refused_and_stays_in_the_mailbox(
     sent: App, imap: DovecotServer
 ) -> None:
     sent.settings = dataclasses.replace(sent.settings, message_max_bytes=4000)
-    poller = imap_poller(sent, imap.url, timing=FAST)
+    poller = sent.imap_poller(imap.url, timing=FAST)
     assert poller.run_once() == 0
     big = note(1).replace(b"Issue 1 of our digest.", b"x" * 10_000)
     imap.append(big, note(2))
     results = []
     handle = ingest_fetched(sent, results.append)
-    assert imap_poller(sent, imap.url, handle, timing=FAST).run_once() == 2
+    assert sent.imap_poller(imap.url, handle, timing=FAST).run_once() == 2
     assert [r.status for r in results] == ["refused", "unmatched"]
     with sent.uow() as uow:
         kept = uow.session.get_one(m.InboundMessage, results[0].inbound_id)
@@ -179,12 +179,12 @@ def test_lmtp_takes_bare_lf_lines_over_1000_bytes(sent: App) -> None:
 
 
 def test_lmtp_acknowledges_a_stored_message_it_cannot_process(sent: App) -> None:
-    sent.failpoints.arm("inside_reply_tx", lambda _name: (_ for _ in ()).throw(RuntimeError("bug")))
+    sent.hooks.arm("inside_reply_tx", lambda _name: (_ for _ in ()).throw(RuntimeError("bug")))
     with listening(sent) as port, smtplib.LMTP("127.0.0.1", port) as client:
         # Before: 451 on every delivery attempt although the message was stored.
         assert client.sendmail(PRIYA, [TO], hostile.good_reply(sent, PRIYA, REPORTS, "<q@f.test>")) == {}
     assert counts(sent) == (1, 0)
-    sent.failpoints.disarm()
+    sent.hooks.disarm()
     with listening(sent) as port, smtplib.LMTP("127.0.0.1", port) as client:
         assert client.sendmail(MARC, [TO], hostile.good_reply(sent, MARC, REPORTS, "<g@b.test>")) == {}
     assert lead_state(sent, MARC, REPORTS) == "replied"

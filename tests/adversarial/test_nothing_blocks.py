@@ -91,7 +91,7 @@ def test_a_message_that_still_fails_is_tried_three_times_then_quarantined_and_sh
         attempts.append(name)
         raise RuntimeError("the reply transaction failed\x00 (a bug)")
 
-    sent.failpoints.arm("inside_reply_tx", broken_reply_transaction)
+    sent.hooks.arm("inside_reply_tx", broken_reply_transaction)
     bad = ingest_raw(sent, hostile.good_reply(sent, PRIYA, REPORTS, "<bad@fernhollow.test>"), "test")
     assert bad.status == "quarantined" and len(attempts) == MAX_ATTEMPTS
     assert lead_state(sent, PRIYA, REPORTS) == "active"  # nothing half-applied
@@ -103,7 +103,7 @@ def test_a_message_that_still_fails_is_tried_three_times_then_quarantined_and_sh
         assert notice.recipient != NOBODY  # the owner of the workspace's first campaign
     assert [item["id"] for item in list_inbound(sent, [InboundStatus.QUARANTINED])] == [bad.inbound_id]
 
-    sent.failpoints.disarm()
+    sent.hooks.disarm()
     good = ingest_raw(sent, hostile.good_reply(sent, MARC, REPORTS, "<good@brightline.test>"), "test")
     assert good.status == "matched" and lead_state(sent, MARC, REPORTS) == "replied"
     # The same message delivered again is the same row: still quarantined, not re-applied.
@@ -130,9 +130,9 @@ def test_a_row_left_stored_by_a_crash_is_processed_by_the_sweep(sent: App, clock
 def test_every_status_is_listable_an_unknown_one_is_an_error_and_a_person_can_retry(
     sent: App,
 ) -> None:
-    sent.failpoints.arm("inside_reply_tx", lambda _name: (_ for _ in ()).throw(RuntimeError("bug")))
+    sent.hooks.arm("inside_reply_tx", lambda _name: (_ for _ in ()).throw(RuntimeError("bug")))
     bad = ingest_raw(sent, hostile.good_reply(sent, PRIYA, REPORTS, "<bad@fernhollow.test>"), "test")
-    sent.failpoints.disarm()
+    sent.hooks.disarm()
     stranger = ingest_raw(sent, b"From: who@nowhere.test\r\nSubject: hi\r\n\r\nhello\r\n", "test")
     kept = json.loads(run_cli(sent, "inbound", "list", "--json").stdout)
     assert [(i["id"], i["status"]) for i in kept] == [

@@ -217,7 +217,7 @@ def test_two_copies_processed_at_the_same_time_have_one_effect(app: App, clock: 
             inside.set()
             assert release.wait(60), "the test never released the first copy"
 
-    app.failpoints.arm("inside_reply_tx", hold_first)
+    app.hooks.arm("inside_reply_tx", hold_first)
     results: dict[int, IngestResult] = {}
     threads = [
         threading.Thread(target=lambda i=i: results.__setitem__(i, process_stored(app, i))) for i in ids
@@ -229,7 +229,7 @@ def test_two_copies_processed_at_the_same_time_have_one_effect(app: App, clock: 
     release.set()
     for thread in threads:
         thread.join(60)
-    app.failpoints.disarm()
+    app.hooks.disarm()
     assert [results[i].status for i in ids] == ["matched", "duplicate"]
     assert effects(app).replies == 1
 

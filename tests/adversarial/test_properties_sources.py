@@ -23,7 +23,7 @@ from replyguard.adapters.db import models as m
 from replyguard.adapters.mail_files import iter_messages
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.pollers import imap_poller, read_cursor
+from replyguard.service_layer.pollers import read_cursor
 from tests.adversarial import strategies as S
 from tests.adversarial.cli import run_cli
 from tests.adversarial.hostile import good_reply
@@ -146,7 +146,7 @@ def imap() -> Iterator[DovecotServer]:
 def test_imap_with_hostile_messages(sent: App, clock: FixedClock, imap: DovecotServer) -> None:
     targets = S.threads(sent)
     counter = itertools.count()
-    assert imap_poller(sent, imap.url, timing=FAST).run_once() == 0  # the first start
+    assert sent.imap_poller(imap.url, timing=FAST).run_once() == 0  # the first start
 
     @given(raw=S.messages(targets))
     @S.PROPERTY_SETTINGS
@@ -161,7 +161,7 @@ def test_imap_with_hostile_messages(sent: App, clock: FixedClock, imap: DovecotS
             except IMAPClientError:  # Dovecot refused it: nothing to read then
                 pass
             client.append("INBOX", S.good_message(n))
-        poller = imap_poller(sent, imap.url, timing=FAST)
+        poller = sent.imap_poller(imap.url, timing=FAST)
         assert poller.run_once() >= 1
         with imap.client() as client:
             newest = int(client.select_folder("INBOX", readonly=True)[b"UIDNEXT"]) - 1
@@ -177,6 +177,6 @@ def test_imap_with_hostile_messages(sent: App, clock: FixedClock, imap: DovecotS
 
     run()
     imap.append(good_reply(sent, S.RESERVED, REPORTS, "<imap-last@b.test>"))
-    assert imap_poller(sent, imap.url, timing=FAST).run_once() == 1
+    assert sent.imap_poller(imap.url, timing=FAST).run_once() == 1
     assert lead_state(sent, S.RESERVED, REPORTS) == "replied"
     S.assert_no_send_after_a_reply(sent, clock)

@@ -275,7 +275,7 @@ def test_requests_beyond_the_concurrency_bound_are_asked_to_retry_and_none_is_lo
         inside.set()
         assert release.wait(60)
 
-    sent.failpoints.arm("inside_reply_tx", hold_open)
+    sent.hooks.arm("inside_reply_tx", hold_open)
     # Everything that reads the database is prepared first: on SQLite the held reply
     # transaction keeps the write lock.
     first = reply_to(sent).as_bytes()
@@ -296,7 +296,7 @@ def test_requests_beyond_the_concurrency_bound_are_asked_to_retry_and_none_is_lo
             f"/hooks/sendgrid/{SG_SECRET}", data=fields, files={"email": (None, second)}
         )
         stranger = http.post("/hooks/sendgrid/wrong", data=fields, files={"email": (None, second)})
-        sent.failpoints.disarm()
+        sent.hooks.disarm()
         release.set()
         assert pending.result(60).status_code == 200
         # The providers retry: Mailgun and Postmark on 429, SendGrid only on 5xx.
@@ -317,7 +317,7 @@ def test_a_stored_message_is_acknowledged_even_when_its_processing_fails(
 ) -> None:
     # Before: a 503 on every retry although the row was stored, for a message that can never
     # be processed. Now: stored is acknowledged; the message is quarantined for a person.
-    sent.failpoints.arm("inside_reply_tx", lambda _name: (_ for _ in ()).throw(RuntimeError("bug")))
+    sent.hooks.arm("inside_reply_tx", lambda _name: (_ for _ in ()).throw(RuntimeError("bug")))
     signing = mailgun_signed(sent)
     response = client.post(
         "/hooks/mailgun/mime", data=signing, files={"body-mime": (None, reply_to(sent).as_bytes())}

@@ -20,7 +20,7 @@ from replyguard.service_layer.audit import audit_history, config_audit, run_audi
 from replyguard.service_layer.audit_config import Setup, config_checks, public_url
 from replyguard.service_layer.ingest import ingest_raw
 from replyguard.service_layer.notice_delivery import NoticeDelivery
-from replyguard.service_layer.pollers import SourceLease, imap_poller
+from replyguard.service_layer.pollers import SourceLease
 from replyguard.service_layer.worker import Worker
 from replyguard.settings import NotifySettings, Settings
 from tests.integration.audit_support import CANARY, PRIYA, live_workspace
@@ -79,14 +79,14 @@ def test_a_poller_that_stops_reaching_its_folder_fails(
     app: App, clock: FixedClock, imap: DovecotServer
 ) -> None:
     simple_workspace(app, 2)  # mailbox rep@seller.test, read by the IMAP user "rep"
-    poller = imap_poller(app, imap.url, lambda raw: None)
+    poller = app.imap_poller(imap.url, lambda raw: None)
     poller.run_once()
     found = checks(app)
     assert found["inbound_source"].status is Status.PASS
     assert found["source_polling"].status is Status.PASS
     # The password changes: the poller runs (and holds its lease) but never reaches the folder.
     clock.advance(timedelta(minutes=20))
-    broken = imap_poller(app, imap.url.replace("loopback-only", "wrong"), lambda raw: None)
+    broken = app.imap_poller(imap.url.replace("loopback-only", "wrong"), lambda raw: None)
     with pytest.raises(Exception, match=r"(?i)auth"):
         broken.run_once()
     lease = SourceLease(app, broken.source.key)

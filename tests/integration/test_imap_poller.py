@@ -34,7 +34,7 @@ from replyguard.domain.clock import FixedClock
 from replyguard.entrypoints.cli.app import app as cli
 from replyguard.service_layer.ingest import IngestResult, ingest_raw
 from replyguard.service_layer.leads import find_lead
-from replyguard.service_layer.pollers import advisory_key, imap_poller, read_cursor
+from replyguard.service_layer.pollers import advisory_key, read_cursor
 from tests.support.imap_server import PASSWORD, DovecotServer, dovecot_or_skip
 from tests.support.scenario import REPORTS, lead_state, load_examples, run_days, step_counts
 
@@ -159,7 +159,7 @@ def test_a_reply_appended_to_the_mailbox_stops_the_lead_through_idle(
     load_examples(app)
     run_days(app, clock, 1)
     recorder = Recorder(app)
-    poller = imap_poller(app, imap.url, recorder, timing=FAST)
+    poller = app.imap_poller(imap.url, recorder, timing=FAST)
     running = Running(poller)
     try:
         wait_for(lambda: poller.stats.idle_commands == 1, "the poller waits in IDLE")
@@ -176,7 +176,7 @@ def test_a_reply_appended_to_the_mailbox_stops_the_lead_through_idle(
 def test_a_restarted_poller_neither_reads_again_nor_skips(app: App, imap: DovecotServer) -> None:
     messages = [note(n) for n in range(6)]
     first = Recorder(app)
-    poller = imap_poller(app, imap.url, first, timing=FAST)
+    poller = app.imap_poller(imap.url, first, timing=FAST)
     running = Running(poller)
     wait_for(lambda: poller.stats.idle_commands == 1, "the poller waits in IDLE")
     imap.append(*messages[:3])
@@ -186,7 +186,7 @@ def test_a_restarted_poller_neither_reads_again_nor_skips(app: App, imap: Doveco
     imap.append(*messages[3:5])
     second = Recorder(app)
     # Without IDLE this time, so the polling fallback is exercised too.
-    poller = imap_poller(app, imap.url, second, timing=replace(FAST, poll_interval=0.2), use_idle=False)
+    poller = app.imap_poller(imap.url, second, timing=replace(FAST, poll_interval=0.2), use_idle=False)
     running = Running(poller)
     try:
         wait_for(lambda: len(second.raws) == 2, "the two new messages read")
@@ -212,9 +212,9 @@ def test_a_recreated_folder_is_read_again_without_a_second_effect(
     with imap.client() as client:
         client.create_folder("Replies")
     first = Recorder(app)
-    assert imap_poller(app, imap.url, first, folder="Replies", timing=FAST).run_once() == 0  # first start
+    assert app.imap_poller(imap.url, first, folder="Replies", timing=FAST).run_once() == 0  # first start
     imap.append(reply, note(1), note(2), folder="Replies")
-    assert imap_poller(app, imap.url, first, folder="Replies", timing=FAST).run_once() == 3
+    assert app.imap_poller(imap.url, first, folder="Replies", timing=FAST).run_once() == 3
     key = parse_imap_url(imap.url, "Replies").key
     before = read_cursor(app, key)
 
@@ -224,7 +224,7 @@ def test_a_recreated_folder_is_read_again_without_a_second_effect(
     # The new message gets UID 2, below the old cursor (3): only a re-scan can find it.
     imap.append(reply, note(3), folder="Replies")
     second = Recorder(app)
-    poller = imap_poller(app, imap.url, second, folder="Replies", timing=FAST)
+    poller = app.imap_poller(imap.url, second, folder="Replies", timing=FAST)
     assert poller.run_once() == 2
     after = read_cursor(app, key)
 
@@ -240,7 +240,7 @@ def test_a_recreated_folder_is_read_again_without_a_second_effect(
 
 def test_the_poller_survives_a_server_restart(app: App, imap: DovecotServer) -> None:
     recorder = Recorder(app)
-    poller = imap_poller(app, imap.url, recorder, timing=FAST)
+    poller = app.imap_poller(imap.url, recorder, timing=FAST)
     running = Running(poller)
     try:
         wait_for(lambda: poller.stats.idle_commands == 1, "the poller waits in IDLE")
@@ -272,7 +272,7 @@ def test_a_message_landing_while_we_read_is_read_before_idle(app: App, imap: Dov
         if len(recorder.raws) == 1:
             imap.append(note(2))
 
-    poller = imap_poller(app, imap.url, handle, timing=FAST)
+    poller = app.imap_poller(imap.url, handle, timing=FAST)
     running = Running(poller)
     try:
         wait_for(lambda: poller.stats.idle_commands == 1, "the poller waits in IDLE")
@@ -285,8 +285,8 @@ def test_a_message_landing_while_we_read_is_read_before_idle(app: App, imap: Dov
 
 def test_one_poller_per_mailbox_and_a_takeover_when_it_stops(app: App, imap: DovecotServer) -> None:
     one, two = Recorder(app), Recorder(app)
-    first = imap_poller(app, imap.url, one, timing=FAST, owner="one")
-    second = imap_poller(app, imap.url, two, timing=FAST, owner="two")
+    first = app.imap_poller(imap.url, one, timing=FAST, owner="one")
+    second = app.imap_poller(imap.url, two, timing=FAST, owner="two")
     running_first = Running(first)
     wait_for(lambda: first.stats.idle_commands == 1, "the first poller reads the mailbox")
     running_second = Running(second)
@@ -309,8 +309,8 @@ def test_one_poller_per_mailbox_and_a_takeover_when_it_stops(app: App, imap: Dov
 @pytest.mark.postgres_only
 def test_a_poller_whose_database_session_dies_loses_the_mailbox(app: App, imap: DovecotServer) -> None:
     one, two = Recorder(app), Recorder(app)
-    first = imap_poller(app, imap.url, one, timing=FAST, owner="one")
-    second = imap_poller(app, imap.url, two, timing=FAST, owner="two")
+    first = app.imap_poller(imap.url, one, timing=FAST, owner="one")
+    second = app.imap_poller(imap.url, two, timing=FAST, owner="two")
     running_first = Running(first)
     wait_for(lambda: first.stats.idle_commands == 1, "the first poller reads the mailbox")
     running_second = Running(second)
@@ -332,11 +332,18 @@ def test_a_poller_whose_database_session_dies_loses_the_mailbox(app: App, imap: 
         wait_for(lambda: second.stats.connections + first.stats.connections == 2, "a poller took over")
         imap.append(note(1))
         wait_for(lambda: len(one.raws) + len(two.raws) == 1, "the message read once")
-        time.sleep(0.5)  # time for a second reader to show up, if there were one
+        # The other poller is still refused the mailbox, twice more after the read: it did
+        # not read the message, and it cannot read it now.
+        holder, other = (first, second) if one.raws else (second, first)
+        connections, waits = other.stats.connections, other.stats.lease_waits
+        wait_for(lambda: other.stats.lease_waits >= waits + 2, "the other poller is refused again")
+        assert other.stats.connections == connections
+        imap.append(note(2))
+        wait_for(lambda: len((one if holder is first else two).raws) == 2, "the holder reads on")
     finally:
         running_first.stop()
         running_second.stop()
-    assert len(one.raws) + len(two.raws) == 1
+    assert len(one.raws) + len(two.raws) == 2 and sorted(one.raws + two.raws) == sorted([note(1), note(2)])
 
 
 def test_the_poll_command_reads_once_and_reports(app: App, clock: FixedClock, imap: DovecotServer) -> None:
@@ -365,7 +372,7 @@ def test_the_poll_command_stops_cleanly_on_sigterm(app: App, imap: DovecotServer
         "COLUMNS": "200",
     }
     # The folder's first start, so that the message below is new mail whenever it lands.
-    assert imap_poller(app, imap.url, Recorder(app), timing=FAST).run_once() == 0
+    assert app.imap_poller(imap.url, Recorder(app), timing=FAST).run_once() == 0
     process = subprocess.Popen(
         [sys.executable, "-m", "replyguard", "poll"],
         env=env,

@@ -18,9 +18,9 @@ from replyguard.adapters.notices.http import SlackChannel, WebhookChannel
 from replyguard.adapters.transports.smtp import SmtpTransport
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.failpoints import InjectedCrash, crash
 from replyguard.service_layer.notice_delivery import NoticeDelivery
 from replyguard.settings import NotifySettings
+from tests.support.failpoints import InjectedCrash, crash
 from tests.support.http_receiver import LoopbackServer, Received, WebhookReceiver
 from tests.support.scenario import FORECASTING, REPORTS, load_examples, reply, run_days
 from tests.support.smtp_servers import Behaviour, RecordingSmtpServer
@@ -62,7 +62,7 @@ def test_each_notice_reaches_each_receiver_once_through_an_outage_a_crash_and_re
         # Back up. A new process delivers one notice, then dies before recording it.
         receiver.down, smtp.behaviour = False, Behaviour.ACCEPT
         clock.advance(timedelta(minutes=5))
-        app.failpoints.arm("after_notice_sent", crash)
+        app.hooks.arm("after_notice_sent", crash)
         with pytest.raises(InjectedCrash):
             _delivery(app, receiver, smtp).run_once()
         assert len(receiver.processed) == 1
@@ -70,10 +70,10 @@ def test_each_notice_reaches_each_receiver_once_through_an_outage_a_crash_and_re
         # same way right after its first email went out.
         clock.advance(SETTINGS.lease + timedelta(seconds=1))
         hits = iter(range(100))
-        app.failpoints.arm("after_notice_sent", lambda name: crash(name) if next(hits) == 1 else None)
+        app.hooks.arm("after_notice_sent", lambda name: crash(name) if next(hits) == 1 else None)
         with pytest.raises(InjectedCrash):
             _delivery(app, receiver, smtp).run_once()
-        app.failpoints.disarm()
+        app.hooks.disarm()
         assert len(smtp.accepted()) == 1
         # A restarted process waits out the dead one's lease, then delivers everything.
         clock.advance(SETTINGS.lease + timedelta(seconds=1))

@@ -12,9 +12,9 @@ from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.failpoints import InjectedCrash, crash
 from replyguard.service_layer.leads import find_lead
 from replyguard.service_layer.replies import IncomingReply, record_reply
+from tests.support.failpoints import InjectedCrash, crash
 from tests.support.scenario import (
     FORECASTING,
     REPORTS,
@@ -75,10 +75,10 @@ def test_reply_from_an_alternate_address_finds_the_lead(app: App) -> None:
 def test_a_crash_inside_the_reply_transaction_leaves_neither(app: App) -> None:
     load_examples(app)
     before = step_counts(app, PRIYA, REPORTS)
-    app.failpoints.arm("inside_reply_tx", crash)
+    app.hooks.arm("inside_reply_tx", crash)
     with pytest.raises(InjectedCrash):
         reply(app, PRIYA, REPORTS)
-    app.failpoints.disarm()
+    app.hooks.disarm()
     with app.uow() as uow:
         assert uow.session.scalar(select(func.count()).select_from(m.Reply)) == 0
         assert uow.session.scalar(select(func.count()).select_from(m.Notice)) == 0
@@ -120,7 +120,7 @@ def test_cancellation_is_never_visible_without_its_reply(app: App) -> None:
         paused.set()
         threading.Event().wait(0.3)
 
-    app.failpoints.arm("inside_reply_tx", hold_open)
+    app.hooks.arm("inside_reply_tx", hold_open)
     reader = threading.Thread(target=observe)
     reader.start()
     reply(app, PRIYA, REPORTS)

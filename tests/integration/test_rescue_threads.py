@@ -15,11 +15,11 @@ from replyguard.adapters.transports.smtp import SmtpTransport
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.service_layer.decisions import DecisionError, Request, decide
-from replyguard.service_layer.failpoints import InjectedCrash, crash
 from replyguard.service_layer.ingest import ingest_raw
 from replyguard.service_layer.leads import find_lead
 from replyguard.service_layer.person_send import PersonReply, send_reply
 from replyguard.service_layer.thread_views import list_threads, thread_detail
+from tests.support.failpoints import InjectedCrash, crash
 from tests.support.scenario import (
     FORECASTING,
     REPORTS,
@@ -93,10 +93,10 @@ def test_an_ingested_reply_commits_with_its_thread_and_notice_or_not_at_all(
     mid, subject = _first(app, PRIYA)
     raw = _mail(PRIYA, f"Re: {subject}", "Yes, let's talk. Thursday at 10?\n", clock, in_reply_to=mid)
     queued = step_counts(app, PRIYA, REPORTS)
-    app.failpoints.arm(point, crash)
+    app.hooks.arm(point, crash)
     with pytest.raises(InjectedCrash):
         ingest_raw(app, raw, "test")
-    app.failpoints.disarm()
+    app.hooks.disarm()
     with app.uow() as uow:
         counts = [
             uow.session.scalar(select(func.count()).select_from(t))

@@ -23,9 +23,9 @@ from replyguard.domain.clock import FixedClock
 from replyguard.domain.leads_csv import read_leads
 from replyguard.domain.states import ReplyKind, ReplyState
 from replyguard.service_layer.actions import approve_steps, set_lead_state
-from replyguard.service_layer.failpoints import InjectedCrash, crash
 from replyguard.service_layer.leads import import_leads
 from replyguard.service_layer.worker import Worker, WorkerReport
+from tests.support.failpoints import InjectedCrash, crash
 from tests.support.scenario import csv_of, enroll_all, lead_state, reply
 from tests.support.sequences import (
     EVERY_DAY,
@@ -186,10 +186,10 @@ def test_a_worker_killed_during_a_send_strands_nothing(app: App, clock: FixedClo
     transport = RecordingTransport(clock)
     dying = Worker(app, transport)
     [claim] = dying.claim(WorkerReport(), limit=1)
-    app.failpoints.arm("after_marker", crash)
+    app.hooks.arm("after_marker", crash)
     with pytest.raises(InjectedCrash):
         dying.send(claim, WorkerReport())
-    app.failpoints.disarm()
+    app.hooks.disarm()
     Worker(app, transport).run_once()  # within the lease: step 1's outcome is still unknown
     assert transport.sent == []
     clock.advance(app.settings.lease + timedelta(seconds=1))
@@ -399,9 +399,9 @@ def test_sqlite_a_send_refused_at_the_last_moment_is_reported_as_refused(
         pytest.skip("on PostgreSQL the reply waits for the lead lock instead")
     _one_lead(app)
     clock.advance(MONDAY_10)
-    app.failpoints.arm("after_marker", lambda _name: reply(app, ANN["email"], "P"))
+    app.hooks.arm("after_marker", lambda _name: reply(app, ANN["email"], "P"))
     report = Worker(app).run_once()
-    app.failpoints.disarm()
+    app.hooks.disarm()
     assert (report.sent, report.refused, report.failed) == (0, 1, 0)
     with app.uow() as uow:
         kinds = uow.session.scalars(select(m.Event.kind).where(m.Event.step_id.is_not(None))).all()

@@ -32,11 +32,11 @@ from replyguard.domain.smtp_answers import Blame
 from replyguard.domain.states import OPEN, IllegalTransition, ReplyKind, ReplyState
 from replyguard.service_layer.actions import approve_steps, set_lead_state
 from replyguard.service_layer.campaign_changes import apply_update
-from replyguard.service_layer.failpoints import NAMES, InjectedCrash, crash
 from replyguard.service_layer.mailboxes import resume_mailbox
 from replyguard.service_layer.step_decisions import DecisionRefused, resend_step, skip_step
 from replyguard.service_layer.worker import Worker, WorkerReport
 from tests.conftest import START, build_app
+from tests.support.failpoints import NAMES, InjectedCrash, crash
 from tests.support.scenario import csv_of, enroll_all
 from tests.support.sequences import campaign_file, steps_toml
 
@@ -167,13 +167,13 @@ class SequenceMachine(RuleBasedStateMachine):
 
     @rule(point=st.sampled_from(SEND_POINTS))
     def worker_crashes(self, point: str) -> None:
-        self.app.failpoints.arm(point, crash)
+        self.app.hooks.arm(point, crash)
         try:
             self._worker().run_once()
         except InjectedCrash:
             pass
         finally:
-            self.app.failpoints.disarm()
+            self.app.hooks.disarm()
 
     @rule()
     def leases_expire(self) -> None:

@@ -17,8 +17,8 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.failpoints import InjectedCrash, crash
 from replyguard.service_layer.worker import Worker, WorkerReport
+from tests.support.failpoints import InjectedCrash, crash
 from tests.support.scenario import lead_state, reply, simple_workspace, step_counts
 
 MONDAY_10 = timedelta(hours=4)  # START is Monday 06:00 UTC; the test campaign's window is UTC 09-17
@@ -103,10 +103,10 @@ def test_a_stale_worker_is_fenced_out_after_its_lease_expired(app: App, clock: F
 def test_crash_before_the_transport_call_is_retried_exactly_once(app: App, clock: FixedClock) -> None:
     [email] = simple_workspace(app, 1)
     clock.advance(MONDAY_10)
-    app.failpoints.arm("after_marker", crash)
+    app.hooks.arm("after_marker", crash)
     with pytest.raises(InjectedCrash):
         Worker(app).run_once()
-    app.failpoints.disarm()
+    app.hooks.disarm()
     assert _step_rows(app)[0][0] == "sending"  # the durable marker: outcome unknown
     assert Worker(app).run_once().sent == 0  # still leased: nobody touches it
     clock.advance(app.settings.lease + timedelta(seconds=1))
@@ -120,10 +120,10 @@ def test_crash_before_the_transport_call_is_retried_exactly_once(app: App, clock
 def test_crash_after_the_transport_accepted_is_reconciled_not_resent(app: App, clock: FixedClock) -> None:
     [_email] = simple_workspace(app, 1)
     clock.advance(MONDAY_10)
-    app.failpoints.arm("after_transport", crash)
+    app.hooks.arm("after_transport", crash)
     with pytest.raises(InjectedCrash):
         Worker(app).run_once()
-    app.failpoints.disarm()
+    app.hooks.disarm()
     assert len(_outbox(app)) == 1
     clock.advance(app.settings.lease + timedelta(seconds=1))
     report = Worker(app).run_once()
@@ -149,10 +149,10 @@ def test_a_crash_during_a_send_that_cannot_be_probed_holds_the_lead(app: App, cl
     [email] = simple_workspace(app, 1)
     clock.advance(MONDAY_10)
     transport = ScriptedTransport()
-    app.failpoints.arm("after_transport", crash)
+    app.hooks.arm("after_transport", crash)
     with pytest.raises(InjectedCrash):
         Worker(app, transport).run_once()
-    app.failpoints.disarm()
+    app.hooks.disarm()
     clock.advance(app.settings.lease + timedelta(seconds=1))
     Worker(app, transport).run_once()
     assert transport.calls == [_step_rows(app)[0][1]]  # called once, never again
@@ -366,9 +366,9 @@ def test_sqlite_a_reply_after_the_marker_stops_the_send_before_the_point_of_no_r
         pytest.skip("on PostgreSQL the reply waits for the lead lock instead (tests above)")
     [email] = simple_workspace(app, 1)
     clock.advance(MONDAY_10)
-    app.failpoints.arm("after_marker", lambda _name: reply(app, email, "P"))
+    app.hooks.arm("after_marker", lambda _name: reply(app, email, "P"))
     report = Worker(app).run_once()
-    app.failpoints.disarm()
+    app.hooks.disarm()
     assert report.sent == 0
     assert _outbox(app) == []
     assert step_counts(app, email, "P") == {"cancelled": 3}

@@ -105,7 +105,7 @@ def reply(
             lead.id,
             IncomingReply(kind=kind, received_at=app.clock.now(), return_date=back, from_address=email),
             app.settings,
-            app.failpoints,
+            app.hooks,
         )
         uow.commit()
     return outcome

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from bench.sequence_week import StepRow, judge
@@ -75,9 +76,28 @@ MON_10 = START + timedelta(hours=10)
 TUE_10 = MON_10 + timedelta(days=1)
 
 
-def _counts(steps: list[StepRow], accepted: list[ReceivedMessage]) -> dict[str, int]:
-    report = judge({s.send_key: s for s in steps}, accepted, [], CLOCK, caps={"rep@seller.test": 5})
+def _counts(
+    steps: list[StepRow], accepted: list[ReceivedMessage], replies: list[dict[str, Any]] | None = None
+) -> dict[str, int]:
+    report = judge(
+        {s.send_key: s for s in steps}, accepted, replies or [], CLOCK, caps={"rep@seller.test": 5}
+    )
     return {k: n for k, n in report["zero_counts"].items() if n}
+
+
+THREADED = "threaded on an email the server had not accepted"
+OVER_CAP = "over the mailbox's daily cap"
+AFTER_REPLY = "started after the lead's reply committed"
+BROKEN = [
+    ("second first", "out of order (an earlier step neither accepted before nor skipped)"),
+    ("too soon", "closer than its wait to the email before"),
+    ("at night", "outside the send window"),
+    ("other body", "not the right step (key, To, Subject, body or threading differ)"),
+    ("twice", "accepted more than once"),
+    ("never accepted", "sent in the database, never accepted by the server"),
+]
+#: Every broken promise a test below plants, by the checker's own name for it.
+PLANTED = {broken for _, broken in BROKEN} | {THREADED, OVER_CAP, AFTER_REPLY}
 
 
 def test_a_faithful_history_counts_nothing() -> None:
@@ -85,17 +105,7 @@ def test_a_faithful_history_counts_nothing() -> None:
     assert _counts([one, two], [_accepted(one, MON_10), _accepted(two, TUE_10)]) == {}
 
 
-@pytest.mark.parametrize(
-    ("history", "broken"),
-    [
-        ("second first", "out of order (an earlier step neither accepted before nor skipped)"),
-        ("too soon", "closer than its wait to the email before"),
-        ("at night", "outside the send window"),
-        ("other body", "not the right step (key, To, Subject, body or threading differ)"),
-        ("twice", "accepted more than once"),
-        ("never accepted", "sent in the database, never accepted by the server"),
-    ],
-)
+@pytest.mark.parametrize(("history", "broken"), BROKEN)
 def test_each_broken_promise_is_counted(history: str, broken: str) -> None:
     one, two = _step(1), _step(2)
     accepted = {
@@ -112,10 +122,29 @@ def test_each_broken_promise_is_counted(history: str, broken: str) -> None:
 def test_a_follow_up_to_an_email_the_server_never_took_is_counted() -> None:
     one, two = _step(1, state="skipped"), _step(2)
     # Step 1 was skipped (never accepted), yet step 2 still replies to it.
-    assert "threaded on an email the server had not accepted" in _counts([one, two], [_accepted(two, TUE_10)])
+    counts = _counts([one, two], [_accepted(two, TUE_10)])
+    assert THREADED in counts
 
 
 def test_a_day_over_the_cap_is_counted() -> None:
     steps = [_step(1, send_key=f"k{i}", enrollment_id=i, lead_id=i) for i in range(6)]
     accepted = [_accepted(s, MON_10 + timedelta(minutes=i)) for i, s in enumerate(steps)]
-    assert _counts(steps, accepted) == {"over the mailbox's daily cap": 1}
+    assert _counts(steps, accepted) == {OVER_CAP: 1}
+
+
+def test_a_follow_up_started_after_the_reply_committed_is_counted() -> None:
+    one, two = _step(1), _step(2)
+    accepted = [_accepted(one, MON_10), _accepted(two, TUE_10)]
+    # Ann's reply committed on Monday afternoon; step 2's DATA started on Tuesday.
+    replied = [{"lead_id": 7, "before_commit": CLOCK.to_wall(MON_10 + timedelta(hours=5))}]
+    assert _counts([one, two], accepted, replied) == {AFTER_REPLY: 1}
+    # A reply that committed after step 2 had started is the race the guard allows ("crossed").
+    late = [{"lead_id": 7, "before_commit": CLOCK.to_wall(TUE_10 + timedelta(minutes=1))}]
+    assert _counts([one, two], accepted, late) == {}
+
+
+def test_every_promise_the_checker_counts_is_planted_above() -> None:
+    """A promise added to the checker without a test that plants its breach fails here."""
+    one = _step(1)
+    names = set(judge({one.send_key: one}, [], [], CLOCK)["zero_counts"])
+    assert names - PLANTED == set()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
+from replyguard.domain import states
 from replyguard.domain.states import (
     CANCELLABLE,
     TERMINAL,
@@ -78,10 +81,69 @@ def test_the_machine_never_stops_a_lead() -> None:
     assert all(R.STOPPED not in allowed_reply_moves(s, SYSTEM) for s in ReplyState if s is not R.STOPPED)
 
 
-def test_every_state_has_a_row_for_both_actors() -> None:
+#: Where each actor may move a lead from each state, written out once more from PRODUCT.md's
+#: rules: the machine stops and pauses, only a person resumes, stops or decides a held lead,
+#: an unsubscribe is never undone. Every state has a row for both actors.
+_ALL = frozenset(ReplyState)
+EXPECTED: dict[tuple[ReplyState, Actor], frozenset[ReplyState]] = {
+    (R.ACTIVE, SYSTEM): frozenset({R.REPLIED, R.OUT_OF_OFFICE, R.HELD, R.BOUNCED, R.UNSUBSCRIBED}),
+    (R.ACTIVE, PERSON): _ALL - {R.ACTIVE},
+    (R.OUT_OF_OFFICE, SYSTEM): _ALL - {R.STOPPED},
+    (R.OUT_OF_OFFICE, PERSON): _ALL,
+    (R.HELD, SYSTEM): frozenset({R.REPLIED, R.HELD, R.BOUNCED, R.UNSUBSCRIBED}),
+    (R.HELD, PERSON): _ALL,
+    (R.REPLIED, SYSTEM): frozenset({R.REPLIED, R.BOUNCED, R.UNSUBSCRIBED}),
+    (R.REPLIED, PERSON): _ALL,
+    (R.BOUNCED, SYSTEM): frozenset({R.REPLIED, R.BOUNCED, R.UNSUBSCRIBED}),
+    (R.BOUNCED, PERSON): frozenset({R.ACTIVE, R.REPLIED, R.BOUNCED, R.UNSUBSCRIBED, R.STOPPED}),
+    (R.UNSUBSCRIBED, SYSTEM): frozenset({R.UNSUBSCRIBED}),
+    (R.UNSUBSCRIBED, PERSON): frozenset({R.UNSUBSCRIBED}),
+    (R.STOPPED, SYSTEM): frozenset({R.REPLIED, R.BOUNCED, R.UNSUBSCRIBED, R.STOPPED}),
+    (R.STOPPED, PERSON): frozenset({R.ACTIVE, R.REPLIED, R.BOUNCED, R.UNSUBSCRIBED, R.STOPPED}),
+}
+
+
+def table_differences(
+    moves: Callable[[ReplyState, Actor], frozenset[ReplyState]],
+) -> list[str]:
+    """Every (state, actor) whose allowed moves differ from EXPECTED, or that has no row."""
+    found = []
     for state in ReplyState:
         for actor in Actor:
-            assert isinstance(allowed_reply_moves(state, actor), frozenset)
+            try:
+                allowed = moves(state, actor)
+            except KeyError:
+                found.append(f"{state} by {actor}: no row")
+                continue
+            expected = EXPECTED[(state, actor)]
+            if allowed != expected:
+                extra, missing = sorted(allowed - expected), sorted(expected - allowed)
+                found.append(f"{state} by {actor}: extra {extra}, missing {missing}")
+    return found
+
+
+def test_every_state_has_a_row_for_both_actors() -> None:
+    assert set(EXPECTED) == {(state, actor) for state in ReplyState for actor in Actor}
+    assert table_differences(allowed_reply_moves) == []
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        pytest.param({R.HELD: None}, id="a state without a row"),
+        pytest.param(
+            {R.REPLIED: frozenset({R.REPLIED, R.BOUNCED, R.UNSUBSCRIBED, R.ACTIVE})}, id="an extra move"
+        ),
+        pytest.param({R.BOUNCED: frozenset({R.REPLIED, R.BOUNCED})}, id="a missing move"),
+    ],
+)
+def test_the_table_check_catches_a_changed_row(
+    planted: dict[ReplyState, frozenset[ReplyState] | None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = {state: moves for state, moves in states._SYSTEM_MOVES.items() if planted.get(state, moves)}
+    rows |= {state: moves for state, moves in planted.items() if moves is not None}
+    monkeypatch.setattr(states, "_SYSTEM_MOVES", rows)
+    assert table_differences(allowed_reply_moves) != []
 
 
 @pytest.mark.parametrize(

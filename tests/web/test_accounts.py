@@ -14,7 +14,6 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.service_layer import accounts, api_tokens, web_sessions
 from replyguard.service_layer.accounts import AccountError, LoginPolicy, SignIn, add_user, sign_in
-from replyguard.service_layer.scoped import Scoped
 
 PASSWORD = "correct horse battery staple"
 POLICY = LoginPolicy(window=timedelta(minutes=15), per_account=5, per_ip=20)
@@ -23,7 +22,7 @@ POLICY = LoginPolicy(window=timedelta(minutes=15), per_account=5, per_ip=20)
 def attempt(
     app: App, email: str, password: str, ip: str = "10.0.0.1", policy: LoginPolicy = POLICY
 ) -> SignIn:
-    with Scoped(app.engine, app.clock).installation(write=True) as uow:
+    with app.scoped.installation(write=True) as uow:
         outcome = sign_in(uow, email, password, ip, policy)
         uow.commit()
     return outcome
@@ -116,7 +115,7 @@ def test_production_hashes_use_argon2id_with_rfc_9106_parameters() -> None:
 def test_a_session_lives_by_its_cookie_value_and_ends_idle_or_at_sign_out(
     ann: App, clock: FixedClock
 ) -> None:
-    scoped = Scoped(ann.engine, ann.clock)
+    scoped = ann.scoped
     user = attempt(ann, "ann@alpha.test", PASSWORD).user
     assert user is not None
     with scoped.installation(write=True) as uow:
@@ -134,7 +133,7 @@ def test_a_session_lives_by_its_cookie_value_and_ends_idle_or_at_sign_out(
 
 
 def test_api_tokens_are_shown_once_kept_as_digests_and_revocable(ann: App) -> None:
-    scoped = Scoped(ann.engine, ann.clock)
+    scoped = ann.scoped
     with ann.uow() as uow:
         view, secret = api_tokens.create_token(uow, "crm sync", "ann@alpha.test")
         uow.commit()

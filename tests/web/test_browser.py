@@ -5,6 +5,7 @@ The main flow runs with JavaScript turned off: every core action works without i
 
 from __future__ import annotations
 
+import html
 import re
 import threading
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.web.browser import screenshot
 from tests.web.conftest import Site
@@ -221,16 +222,41 @@ def test_hostile_inbound_html_runs_no_script_in_chromium(site: Site, browser: Br
         context.close()
 
 
-def test_the_xss_check_itself_catches_a_script_that_runs(browser: Browser) -> None:
-    """The control: the same payload put into a page unsanitised does run, and the checks
-    above see it — so their silence means something."""
+def test_the_xss_check_itself_catches_a_script_that_runs(site: Site, browser: Browser) -> None:
+    """The control: the same page, the same message frame where a message lives, with its
+    defences taken away on the way to the browser (the sanitised HTML swapped for the raw
+    payload, the frame's sandbox opened to scripts and dialogs, the page's CSP dropped). The
+    script then runs inside that frame and the checks above see it — so their silence there
+    means something."""
+    from replyguard.service_layer.ingest import ingest_raw
+
+    with spy_server() as (spy, _hits):
+        ingest_raw(site.alpha.app, hostile_message("control", spy), "file")
+    payload = f'<p>control</p><img src=x onerror="{RUN}">'
+
+    def undefended(route: Route) -> None:
+        response = route.fetch()
+        body = response.text()
+        assert 'class="message-frame" sandbox=""' in body  # what the control takes away
+        body = body.replace('sandbox=""', 'sandbox="allow-scripts allow-modals"')
+        body = re.sub(r'srcdoc="[^"]*"', f'srcdoc="{html.escape(payload, quote=True)}"', body)
+        headers = {k: v for k, v in response.headers.items() if k.lower() != "content-security-policy"}
+        route.fulfill(response=response, body=body, headers=headers)
+
     context = browser.new_context()
     page = context.new_page()
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    page.set_content(f'<p>control</p><img src=x onerror="{RUN}">')
-    page.wait_for_function("() => window.__pwned === 1")
-    assert dialogs == ["1"]
-    with pytest.raises(AssertionError):
-        assert_nothing_ran(page, dialogs)
+    sign_in(page, site.base, site.alpha.email)
+    page.goto(f"{site.base}/inbound?status=unmatched")
+    link = page.locator("#inbound-messages tbody a").first
+    page.route(re.compile(r".*/inbound/\d+$"), undefended)
+    link.click()
+    expect(page.locator("iframe.message-frame")).to_have_attribute("sandbox", "allow-scripts allow-modals")
+    frame = next(f for f in page.frames if f is not page.main_frame)
+    frame.wait_for_function("() => window.__pwned === 1")
+    assert page.evaluate("() => typeof window.__pwned") == "undefined"  # only the frame ran it
+    assert dialogs == ["1"]  # the dialog listener hears a frame's dialogs
+    with pytest.raises(AssertionError, match="about:srcdoc"):
+        assert_nothing_ran(page, [])  # the frame check alone sees the script that ran there
     context.close()

@@ -140,7 +140,9 @@ def test_up_serves_the_web_app_with_the_worker_and_delivers_notices_and_stops_cl
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
             assert client.get("/healthz").json() == {"status": "ok"}
             assert client.get("/readyz").json()["status"] == "ready"
-            assert client.get("/login").status_code == 200
+            login = client.get("/login")
+            assert login.status_code == 200
+            login_page = login.text
             # The owner's notice leaves the outbox by email (the Maildir transport), and the
             # backlog that /metrics reports drains to nothing.
             notice = wait_for_file(workspace / "outbox" / "new")
@@ -159,6 +161,12 @@ def test_up_serves_the_web_app_with_the_worker_and_delivers_notices_and_stops_cl
     logged = [json.loads(line) for line in seen if line.startswith("{")]
     assert all({"ts", "level", "logger", "msg"} <= set(entry) for entry in logged)
     assert {"uvicorn.error", "replyguard.up"} <= {entry["logger"] for entry in logged}
+    # On a simulated clock (--now): said at start-up, on every log line and on every page.
+    assert any("simulated clock (--now): it is 2026-12-07T12:00" in line for line in seen[:3]), seen[:3]
+    assert all(
+        entry["simulated"].startswith("simulated clock (--now): it is 2026-12-07T") for entry in logged
+    )
+    assert "Simulated clock (--now): it is Mon 7 Dec 2026, 12:0" in login_page
 
 
 def wait_for_file(folder: Path, timeout: float = 60.0) -> Path:
@@ -194,14 +202,21 @@ def test_up_runs_without_any_notice_channel(monkeypatch: pytest.MonkeyPatch, tmp
     app = bootstrap()
     try:
         assert notice_delivery(app) is None
-        monkeypatch.setenv("REPLYGUARD_NOTIFY_SLACK_URL", "http://127.0.0.1:9/hook")
-        slack = notice_delivery(app)
-        assert slack is not None and list(slack.channels) == ["slack"]
         with socket.socket() as sock:
             names = [c.name for c in _components(app, sock, [], worker=True, notices=None)]
         assert names == ["web", "worker"]
     finally:
         app.close()
+    # The environment is read once, when the process starts: a Slack URL set afterwards is
+    # not seen by that process, and is by the next one.
+    monkeypatch.setenv("REPLYGUARD_NOTIFY_SLACK_URL", "http://127.0.0.1:9/hook")
+    assert notice_delivery(app) is None
+    later = bootstrap()
+    try:
+        slack = notice_delivery(later)
+        assert slack is not None and list(slack.channels) == ["slack"]
+    finally:
+        later.close()
 
 
 def test_up_on_a_busy_port_says_so_in_one_line(workspace: Path) -> None:

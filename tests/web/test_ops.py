@@ -16,6 +16,7 @@ from replyguard.domain.states import StepState
 from replyguard.entrypoints.http import create_app
 from replyguard.service_layer.ingest import ingest_raw
 from replyguard.service_layer.leads import find_lead
+from replyguard.settings import Environment
 from tests.support.scenario import REPORTS, load_examples, run_days
 from tests.web.support import serving
 
@@ -73,6 +74,7 @@ def test_metrics_count_sends_refusals_replies_and_the_reply_to_cancel_latency(
 
 def test_metrics_want_the_metrics_token_when_one_is_set(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REPLYGUARD_METRICS_TOKEN", "s3cret-scrape-token")
+    app.environment = Environment.read()  # what `bootstrap` reads when the process starts
     with serving(create_app(app)) as base, httpx.Client(base_url=base) as client:
         assert client.get("/metrics").status_code == 404
         assert client.get("/metrics", headers={"Authorization": "Bearer nope"}).status_code == 404

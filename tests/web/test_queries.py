@@ -21,7 +21,6 @@ from replyguard.service_layer.queries import campaigns as cq
 from replyguard.service_layer.queries import inbound as iq
 from replyguard.service_layer.queries.charts import reply_activity
 from replyguard.service_layer.queries.ops import ops_snapshot
-from replyguard.service_layer.scoped import Scoped
 from replyguard.service_layer.source_health import RecordedHealth
 from replyguard.service_layer.worker import Worker, WorkerReport
 from tests.support.scenario import campaign_toml, csv_of, enroll_all, reply, run_days
@@ -170,7 +169,7 @@ def test_ops_numbers_read_every_send_refusal_reply_and_the_oldest_due_step(
     worker.run_once()
     reply(app, "south0@lead.test", "South", ReplyKind.HUMAN_REPLY)
     clock.advance(timedelta(minutes=5))
-    with Scoped(app.engine, app.clock).installation() as uow:
+    with app.scoped.installation() as uow:
         snap = ops_snapshot(uow)
     assert snap.refusals_by_reason == {"the campaign is paused": 2}
     assert snap.steps_by_state["sent"] == 6  # every first step, once the campaign ran again
@@ -183,7 +182,7 @@ def test_ops_numbers_read_every_send_refusal_reply_and_the_oldest_due_step(
 @pytest.mark.postgres_only
 def test_page_reads_run_in_read_only_transactions(app: App) -> None:
     with (
-        Scoped(app.engine, app.clock).read(app.workspace_id) as uow,
+        app.scoped.read(app.workspace_id) as uow,
         pytest.raises(DBAPIError, match="read-only"),
     ):
         uow.session.execute(update(m.Lead).values(hold_reason="written by a page"))
@@ -193,7 +192,7 @@ def test_a_page_read_does_not_wait_for_the_write_lock(app: App) -> None:
     """On SQLite a writer holds the database's one write lock (BEGIN IMMEDIATE); a page read
     must still answer at once, from its snapshot, instead of waiting behind it."""
     two_campaigns_one_mailbox(app, leads_each=2)
-    scoped = Scoped(app.engine, app.clock)
+    scoped = app.scoped
     with app.uow() as writer:
         writer.session.execute(update(m.Lead).values(hold_reason="a long write"))
         with scoped.read(app.workspace_id) as reader:
@@ -221,5 +220,5 @@ def test_the_inbox_reads_each_threads_context_as_load_context_does(app: App) -> 
     assert together == one_by_one
     assert any(c.other_products for c in together.values())  # the comparison covered them
     assert {c.email for c in together.values()} >= {ADA, GRACE, ALAN}
-    with Scoped(app.engine, app.clock).read(app.workspace_id + 1000) as other:
+    with app.scoped.read(app.workspace_id + 1000) as other:
         assert contexts_for(other, lead_ids) == {}  # another workspace's leads are not read

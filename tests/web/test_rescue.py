@@ -169,9 +169,9 @@ def test_pages_retry_quarantined_mail_into_a_thread_and_resume_a_paused_mailbox(
     def broken(_name: str) -> None:
         raise RuntimeError("the reply transaction failed (a bug, since fixed)")
 
-    app.failpoints.arm("inside_reply_tx", broken)
+    app.hooks.arm("inside_reply_tx", broken)
     stuck = live.reply(GRACE, "Interested, call me on Friday.")
-    app.failpoints.disarm()
+    app.hooks.disarm()
     assert stuck.status == "quarantined" and lead_state(live, GRACE) == "active"
     with app.uow() as uow:
         mailbox = uow.session.scalars(select(m.Mailbox.id).where(m.Mailbox.address == "sam@atlas.test")).one()
@@ -260,13 +260,12 @@ def test_the_notice_backlog_is_the_outbox_not_yet_delivered(site: Site) -> None:
     from replyguard.adapters.notices import make_channels
     from replyguard.service_layer.notice_delivery import NoticeDelivery
     from replyguard.service_layer.queries.ops import ops_snapshot
-    from replyguard.service_layer.scoped import Scoped
 
     live = live_workspace(site.alpha.app)
     live.reply(ADA, "Interested!")
 
     def backlog() -> int:
-        with Scoped(live.app.engine, live.app.clock).installation() as uow:
+        with live.app.scoped.installation() as uow:
             return ops_snapshot(uow).notice_backlog
 
     assert backlog() == 1

@@ -23,7 +23,6 @@ from replyguard.service_layer.audit_config import Setup
 from replyguard.service_layer.campaigns import create_campaign
 from replyguard.service_layer.ingest import ingest_raw
 from replyguard.service_layer.leads import find_lead, import_leads
-from replyguard.service_layer.scoped import Scoped
 from replyguard.settings import NotifySettings
 from tests.support.scenario import campaign_toml, csv_of, enroll_all, reply
 from tests.web.conftest import Site
@@ -173,7 +172,7 @@ def test_every_route_answers_404_for_another_workspaces_objects(site: Site) -> N
         thread = uow.session.get_one(m.RescueThread, objects.ids["thread_id"])
         assert (thread.state, thread.assignee) == ("open", None)
         assert not uow.session.scalars(select(m.PersonSend.id)).all()
-    with Scoped(site.bravo.app.engine, site.bravo.app.clock).installation() as uow:
+    with site.bravo.app.scoped.installation() as uow:
         assert find_token(uow, site.bravo.token) is not None
 
 

@@ -5,7 +5,7 @@ Nothing here takes a shortcut around the code that runs every day: canaries are 
 guarded worker's `claim` / `send_batch` / `recover` and the configured transport; the test
 messages are RFC 5322 bytes fed to `ingest_raw`, which runs the reply transaction. The driver
 only chooses the order (the race the article asks about) and watches: a counting wrapper
-around the transport records every hand-over, and observed failpoints record how far the
+around the transport records every hand-over, and observed hooks record how far the
 send path got. The few writes of its own are marked events: `audit_forced_due` (a canary step
 made due now) and the canaries' audit mark.
 
@@ -29,10 +29,16 @@ from replyguard.domain.schedule import load_zone
 from replyguard.domain.states import StepState
 from replyguard.service_layer.actions import approve_steps
 from replyguard.service_layer.audit_canary import AuditSetupError, check_canary
-from replyguard.service_layer.audit_watch import Attempt, CountingTransport, Handed, Later, ObservedFailpoints
+from replyguard.service_layer.audit_watch import (
+    Attempt,
+    AuditCrash,
+    CountingTransport,
+    Handed,
+    Later,
+    ObservedHooks,
+)
 from replyguard.service_layer.campaigns import custom_fields, find_campaign
 from replyguard.service_layer.enrollment import EnrollReport, enroll_leads
-from replyguard.service_layer.failpoints import InjectedCrash, crash
 from replyguard.service_layer.ingest import IngestResult, ingest_raw
 from replyguard.service_layer.leads import find_lead, import_leads
 from replyguard.service_layer.runtime import Rewired, Runtime
@@ -134,8 +140,8 @@ class Driver:
     def __init__(self, app: Runtime, drive: Drive) -> None:
         self.app, self.drive = app, drive
         self.transport = CountingTransport(app.transport)
-        self.failpoints = ObservedFailpoints(app.failpoints)
-        self.worker = Worker(Rewired(app, failpoints=self.failpoints), self.transport)
+        self.hooks = ObservedHooks(app.hooks)
+        self.worker = Worker(Rewired(app, hooks=self.hooks), self.transport)
         self.report = WorkerReport()
         drive.calls = self.transport.calls
 
@@ -154,7 +160,7 @@ class Driver:
     # ------------------------------------------------------------------ before the replies
     def first_emails(self) -> None:
         """Each canary's first email, really sent; the flight canary's worker "crashes" right
-        after the transport took it (the failpoint `after_transport`), leaving it `sending`."""
+        after the transport took it (at the point `after_transport`), leaving it `sending`."""
         for role in ROLES:
             canary = self.drive.canaries[role]
             self.make_due(canary, 1)
@@ -163,13 +169,13 @@ class Driver:
                 raise AuditSetupError(f"the first email of canary {canary.address} could not be claimed")
             canary.first = claims[0]
             if role is Role.FLIGHT:
-                self.failpoints.arm("after_transport", crash)
+                self.hooks.crash_at = "after_transport"
                 try:
                     self.worker.send_batch(claims, self.report)
-                except InjectedCrash:
+                except AuditCrash:
                     pass
                 finally:
-                    self.failpoints.disarm("after_transport")
+                    self.hooks.crash_at = None
                 state = self._step(canary.step_ids[0]).state
                 if state != StepState.SENDING or self.transport.calls[-1].outcome != "accepted":
                     raise AuditSetupError(self._not_sent(canary, state))
@@ -278,7 +284,7 @@ class Driver:
         lease_until = self._step(flight.step_ids[0]).lease_until
         delta = (lease_until - self.app.clock.now() if lease_until else timedelta()) + timedelta(seconds=1)
         later = Worker(
-            Rewired(self.app, failpoints=self.failpoints, clock=Later(self.app.clock, delta)), self.transport
+            Rewired(self.app, hooks=self.hooks, clock=Later(self.app.clock, delta)), self.transport
         )
 
         def recover() -> list[str]:
@@ -296,9 +302,9 @@ class Driver:
 
     def attempt(self, label: str, action: Callable[[], list[str]]) -> Attempt:
         before = len(self.transport.calls)
-        self.failpoints.seen.clear()
+        self.hooks.seen.clear()
         results = action()
-        return Attempt(label, list(results), self.transport.calls[before:], list(self.failpoints.seen))
+        return Attempt(label, list(results), self.transport.calls[before:], list(self.hooks.seen))
 
     def _pass(self, worker: Worker, role: Role) -> Callable[[], list[str]]:
         """What a worker pass does for one canary: claim whatever is due, send it."""

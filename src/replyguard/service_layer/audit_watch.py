@@ -1,8 +1,11 @@
 """What the audit watches while production's code runs: every email handed to the transport,
-every failpoint the send path passed, and a clock for recovery "once the lease has expired".
+every named point the send path passed, and a clock for recovery "once the lease has expired".
 
 Wrappers only: they change nothing the worker does (the transport is the configured one, the
-failpoints are the app's own, plus a record), so the audit sees production's behaviour.
+hooks are the app's own, plus a record), so the audit sees production's behaviour. The one
+thing the audit does to the path is on purpose and on its canary only: it ends one send right
+after the transport took it (`crash_after`), as a worker dying there would, to prove that a
+retry is refused.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from datetime import datetime, timedelta
 from replyguard.adapters.transports.base import BeforeCommitHook, Delivery, Probe, Transport
 from replyguard.domain.clock import Clock
 from replyguard.domain.outgoing import OutgoingEmail
-from replyguard.service_layer.failpoints import Failpoints
+from replyguard.service_layer.hooks import Hooks
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,18 +52,24 @@ class CountingTransport:
         """The app owns the inner transport and closes it."""
 
 
-class ObservedFailpoints(Failpoints):
-    """The app's failpoints, plus a record of every point the send path passed."""
+class AuditCrash(BaseException):
+    """The audit's stand-in for its worker dying at a point: a BaseException, so that the send
+    path's `except Exception` never takes it for a failed send (see hooks.py)."""
 
-    def __init__(self, inner: Failpoints) -> None:
-        super().__init__()
+
+class ObservedHooks:
+    """The app's hooks, plus a record of every point the send path passed."""
+
+    def __init__(self, inner: Hooks) -> None:
         self.inner = inner
         self.seen: list[str] = []
+        self.crash_at: str | None = None
 
-    def hit(self, name: str) -> None:
-        self.seen.append(name)
-        super().hit(name)
-        self.inner.hit(name)
+    def at(self, point: str) -> None:
+        self.seen.append(point)
+        self.inner.at(point)
+        if point == self.crash_at:
+            raise AuditCrash(point)
 
 
 @dataclass(frozen=True, slots=True)

@@ -160,10 +160,10 @@ class Claimer:
                     ),
                     claim_rows,
                 )
-            ctx.app.failpoints.hit("before_claim_commit")
+            ctx.app.hooks.at("before_claim_commit")
         report.claimed += len(claims)
         report.deferred += len(deferrals)
-        ctx.app.failpoints.hit("after_claim")
+        ctx.app.hooks.at("after_claim")
         return claims
 
     @staticmethod

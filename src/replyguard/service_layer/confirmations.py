@@ -19,7 +19,7 @@ from replyguard.domain.addresses import InvalidAddress, base_address, domain_of,
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.states import ReplyKind
 from replyguard.service_layer import threads
-from replyguard.service_layer.failpoints import Failpoints
+from replyguard.service_layer.hooks import Hooks
 from replyguard.service_layer.matching import is_our_mailbox
 from replyguard.service_layer.replies import IncomingReply, ReplyOutcome, record_reply
 from replyguard.service_layer.uow import UnitOfWork
@@ -119,7 +119,7 @@ def confirm_sender(
     settings: Settings,
     *,
     by: str,
-    failpoints: Failpoints | None = None,
+    hooks: Hooks | None = None,
 ) -> ReplyOutcome | None:
     """A person says the sender speaks for the lead: learn the address (unless it is ours or
     taken by now) and apply the unsubscribe, in one transaction. The caller commits. Returns
@@ -157,7 +157,7 @@ def confirm_sender(
                 inbound_message_id=confirmation.inbound_message_id,
             ),
             settings,
-            failpoints,
+            hooks,
         )
     _decide(uow, confirmation, "confirmed", by)
     return outcome

@@ -159,7 +159,7 @@ def _record(
             bounce_counts=counts if kind is ReplyKind.BOUNCE_SOFT else None,
         ),
         app.settings,
-        app.failpoints,
+        app.hooks,
     )
     if not confirmed and kind in _PERSON_KINDS:
         # A complaint's From is the provider's: never an address of hers to learn.

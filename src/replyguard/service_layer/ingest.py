@@ -40,7 +40,6 @@ from replyguard.domain.inbound.parse import MessageParseError, parse_message
 from replyguard.domain.inbound.status import SOURCE_LENGTH, InboundStatus, is_history
 from replyguard.domain.inbound.storable import MAX_MESSAGE_ID, storable_classification, storable_text
 from replyguard.domain.message_ids import normalize_message_id
-from replyguard.service_layer.failpoints import InjectedCrash
 from replyguard.service_layer.inbound_apply import apply_inbound
 from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.uow import UnitOfWork
@@ -226,8 +225,6 @@ def process_stored(app: Runtime, inbound_id: int) -> IngestResult:
     for _attempt in range(MAX_ATTEMPTS):
         try:
             return _process_once(app, inbound_id)
-        except InjectedCrash:
-            raise  # a test's stand-in for the process dying here: nothing may catch it
         except Exception as exc:  # whatever it is, it must not block the messages behind it
             error = f"{exc.__class__.__name__}: {str(exc).splitlines()[0][:500] if str(exc) else ''}"
             log.warning("inbound %s: processing failed: %s", inbound_id, error)

@@ -8,7 +8,7 @@ One `notice_deliveries` row per (notice, channel) holds the attempts. A pass (`r
    after an exponential backoff (given up after `max_attempts`, and kept as failed);
 4. marks a notice done once no channel has anything left to try.
 
-Delivery is at-least-once. A crash between a channel's success and its record (the failpoint
+Delivery is at-least-once. A crash between a channel's success and its record (the point
 `after_notice_sent`) delivers that notice again after the lease, under the same uid, and the
 receiver drops the copy. Nothing is lost across restarts: every state is a row. Ingest never
 waits for any of this. `run_forever` is the loop `replyguard notify` (and a later `up`) runs.
@@ -165,7 +165,7 @@ class NoticeDelivery:
         except Exception as exc:  # a channel must never stop the loop; the row keeps the error
             log.warning("notice channel %s raised %s", channel, exc.__class__.__name__)
             result = ChannelResult(False, f"raised {exc.__class__.__name__}")
-        self.app.failpoints.hit("after_notice_sent")
+        self.app.hooks.at("after_notice_sent")
         with self.app.uow() as uow:
             now = uow.clock.now()
             row = uow.session.get_one(D, delivery_id)

@@ -9,6 +9,9 @@ session advisory lock held on a dedicated connection for the poller's life: if t
 its connection dies, PostgreSQL releases the lock and the next poller takes over at once. On
 SQLite (one machine) the `lease_owner`/`lease_until` columns are the lease; a poller that died
 without releasing it is replaced once `lease_until` has passed.
+
+The poller itself (`adapters/imap_source.ImapPoller`) is wired from these parts by the
+composition root (`App.imap_poller`).
 """
 
 from __future__ import annotations
@@ -27,12 +30,11 @@ from sqlalchemy import ColumnElement, Connection, CursorResult, or_, select, tex
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from replyguard.adapters.db import models as m
-from replyguard.adapters.imap_source import Cursor, Fetched, ImapPoller, Timing, parse_imap_url
+from replyguard.adapters.imap_source import Cursor, Fetched
 from replyguard.domain.inbound.status import InboundStatus, history_source
 from replyguard.service_layer.ingest import IngestResult, ingest_raw
 from replyguard.service_layer.quarantine import keep_refused
 from replyguard.service_layer.runtime import Runtime
-from replyguard.service_layer.source_health import RecordedHealth
 from replyguard.service_layer.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
@@ -110,36 +112,6 @@ class DbCursorStore:
 
     def begin(self, uidvalidity: int, last_uid: int, history_until_uid: int | None) -> None:
         begin_cursor(self.app, self.key, uidvalidity, last_uid, history_until_uid)
-
-
-def imap_poller(
-    app: Runtime,
-    url: str,
-    handle: Callable[[Fetched], None] | None = None,
-    *,
-    folder: str | None = None,
-    timing: Timing | None = None,
-    use_idle: bool = True,
-    owner: str | None = None,
-    history: bool = False,
-) -> ImapPoller:
-    """Wire a poller for one IMAP folder to this app's cursor table and lease.
-
-    `handle`: by default `ingest_fetched(app)`. `history`: on the folder's first start, import
-    the mail already there as history (otherwise reading starts from now).
-    """
-    source = parse_imap_url(url, folder)
-    return ImapPoller(
-        source,
-        DbCursorStore(app, source.key),
-        SourceLease(app, source.key, owner),
-        handle or ingest_fetched(app),
-        timing=timing,
-        use_idle=use_idle,
-        history=history,
-        max_bytes=app.settings.message_max_bytes,
-        health=RecordedHealth(app, source.key, source.password),
-    )
 
 
 def ingest_fetched(

@@ -33,7 +33,7 @@ from replyguard.domain.states import (
 )
 from replyguard.service_layer import threads
 from replyguard.service_layer.enrollment import campaign_window
-from replyguard.service_layer.failpoints import Failpoints
+from replyguard.service_layer.hooks import Hooks
 from replyguard.service_layer.leads import contact_addresses
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.settings import Settings
@@ -106,7 +106,7 @@ def record_reply(
     lead_id: int,
     reply: IncomingReply,
     settings: Settings,
-    failpoints: Failpoints | None = None,
+    hooks: Hooks | None = None,
 ) -> ReplyOutcome:
     """Record `reply` for the lead and apply its whole effect. The caller commits."""
     if reply_policy.contact_wide(reply.kind) and reply.sender_confirmed:
@@ -162,8 +162,8 @@ def record_reply(
     )
     uow.session.add(row)
     uow.session.flush()
-    if failpoints is not None:
-        failpoints.hit("inside_reply_tx")
+    if hooks is not None:
+        hooks.at("inside_reply_tx")
     outcome = ReplyOutcome(reply_id=row.id, lead_state=lead.reply_state)
     waiting: list[tuple[m.Lead, ReplyEffect, str]] = []
     for target_id in contact_leads:
@@ -181,8 +181,8 @@ def record_reply(
     # The hand-off: a rescue thread and its notice (the outbox entry) for every lead that now
     # waits for a person, in this same transaction.
     _hand_over(uow, row, reply, waiting, outcome, settings)
-    if failpoints is not None:
-        failpoints.hit("after_reply_handover")
+    if hooks is not None:
+        hooks.at("after_reply_handover")
     return outcome
 
 
@@ -469,6 +469,6 @@ def hold_probable(
                 candidates=tuple(candidates),
                 sender=sender,
             ),
-            settings=settings or Settings(),
+            settings=settings or uow.settings,
         )
     return held

@@ -4,7 +4,8 @@ The service layer never imports the composition root (`bootstrap.App`): it state
 use case may ask of the process that runs it, and `bootstrap.App` (the CLI, `serve`, `up`) or
 any test double satisfies it structurally. Most use cases need only `uow()` — a unit of work
 carries the clock, the workspace and the settings — and the few that leave the database (the
-worker, a person's answer, notices, the audit) also take the transport and the failpoints.
+worker, a person's answer, notices, the audit) also take the transport and the hooks (the named
+points of those paths, `hooks.py`).
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from sqlalchemy import Engine
 
 from replyguard.adapters.transports.base import Transport
 from replyguard.domain.clock import Clock
-from replyguard.service_layer.failpoints import Failpoints
+from replyguard.service_layer.hooks import Hooks
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.settings import Settings
 
 
 class Runtime(Protocol):
-    """Engine, clock, settings, workspace, transport and failpoints of one running process."""
+    """Engine, clock, settings, workspace, transport and hooks of one running process."""
 
     @property
     def engine(self) -> Engine: ...
@@ -33,7 +34,7 @@ class Runtime(Protocol):
     def settings(self) -> Settings: ...
 
     @property
-    def failpoints(self) -> Failpoints: ...
+    def hooks(self) -> Hooks: ...
 
     @property
     def workspace_id(self) -> int: ...
@@ -50,17 +51,17 @@ class Runtime(Protocol):
 
 
 class Rewired:
-    """`base` seen through another clock or other failpoints, everything else shared.
+    """`base` seen through another clock or other hooks, everything else shared.
 
-    For a use case that observes its own run (the audit counts the failpoints it passes and
+    For a use case that observes its own run (the audit records the points it passes and
     runs recovery as it would run past a lease): what `dataclasses.replace` on the composition
     root did, without the service layer knowing what the composition root is.
     """
 
-    def __init__(self, base: Runtime, *, clock: Clock | None = None, failpoints: Failpoints | None = None):
+    def __init__(self, base: Runtime, *, clock: Clock | None = None, hooks: Hooks | None = None):
         self._base = base
         self._clock = clock or base.clock
-        self._failpoints = failpoints or base.failpoints
+        self._hooks = hooks or base.hooks
 
     @property
     def engine(self) -> Engine:
@@ -75,8 +76,8 @@ class Rewired:
         return self._base.settings
 
     @property
-    def failpoints(self) -> Failpoints:
-        return self._failpoints
+    def hooks(self) -> Hooks:
+        return self._hooks
 
     @property
     def workspace_id(self) -> int:

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 from replyguard.adapters.db.engine import read_only_engine
 from replyguard.domain.clock import Clock
 from replyguard.service_layer.uow import UnitOfWork
+from replyguard.settings import Settings
 
 #: The workspace id of installation-level work (users by email, login attempts, metrics).
 #: Workspace ids start at 1, so a scoped query run there by mistake finds nothing.
@@ -20,18 +21,22 @@ INSTALLATION = 0
 
 
 class Scoped:
-    def __init__(self, engine: Engine, clock: Clock) -> None:
+    """Built by the composition root (`App.scoped`) with the process's own settings: a web
+    write and a command line write see the same public URL, pause limits and the rest."""
+
+    def __init__(self, engine: Engine, clock: Clock, settings: Settings) -> None:
         self.engine = engine
         self.clock = clock
+        self.settings = settings
         self.read_engine = read_only_engine(engine)
 
     def write(self, workspace_id: int) -> UnitOfWork:
         """A unit of work that may write; leaving it without `commit()` rolls back."""
-        return UnitOfWork(self.engine, self.clock, workspace_id)
+        return UnitOfWork(self.engine, self.clock, workspace_id, self.settings)
 
     def read(self, workspace_id: int) -> UnitOfWork:
         """A unit of work that only reads, in one consistent snapshot."""
-        return UnitOfWork(self.read_engine, self.clock, workspace_id)
+        return UnitOfWork(self.read_engine, self.clock, workspace_id, self.settings)
 
     def installation(self, *, write: bool = False) -> UnitOfWork:
         """For the few tables that are not workspace-scoped (see INSTALLATION)."""

@@ -24,7 +24,6 @@ from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.send_policy import SendCheck, Stale, hand_over_deferral, recheck
 from replyguard.domain.smtp_answers import Blame
 from replyguard.domain.states import CANCELLABLE, EnrollmentState, StepState, check_step_move, step_move
-from replyguard.service_layer.failpoints import InjectedCrash
 from replyguard.service_layer.send_record import Recorder
 from replyguard.service_layer.worker_base import (
     _SEND_ROWS,
@@ -90,23 +89,23 @@ class SendGuard:
                 if not go:
                     tx.commit()
                     return
-                ctx.app.failpoints.hit("after_recheck")
+                ctx.app.hooks.at("after_recheck")
                 with ctx.engine.connect() as marker, marker.begin():
                     go = self._mark_sending_many(marker, go, results)
-                ctx.app.failpoints.hit("after_marker")
+                ctx.app.hooks.at("after_marker")
 
                 def still_locked() -> None:
                     # Raises if our session, and with it the lead locks, is gone: then the
                     # transport must not start the point of no return.
-                    ctx.app.failpoints.hit("before_data")
+                    ctx.app.hooks.at("before_data")
                     conn.execute(text("SELECT 1"))
 
                 paused: set[int | None] = set()
                 for claim, email in go:
                     deliveries.append((claim, self._deliver(claim, email, still_locked, paused)))
-                    ctx.app.failpoints.hit("after_transport")
+                    ctx.app.hooks.at("after_transport")
                 self.recorder.record_many(conn, deliveries, results)
-                ctx.app.failpoints.hit("before_record_commit")
+                ctx.app.hooks.at("before_record_commit")
                 tx.commit()
                 return
             except SQLAlchemyError:
@@ -127,14 +126,14 @@ class SendGuard:
             go = self._recheck_many(conn, claims, results)
             if not go:
                 return
-            ctx.app.failpoints.hit("after_recheck")
+            ctx.app.hooks.at("after_recheck")
             go = self._mark_sending_many(conn, go, results)
-        ctx.app.failpoints.hit("after_marker")
+        ctx.app.hooks.at("after_marker")
         deliveries: list[tuple[Claim, Handed]] = []
         paused: set[int | None] = set()
         for claim, email in go:
             deliveries.append((claim, self._deliver(claim, email, self._not_cancelled(claim), paused)))
-            ctx.app.failpoints.hit("after_transport")
+            ctx.app.hooks.at("after_transport")
         self._record_fresh(deliveries, results)
 
     def _not_cancelled(self, claim: Claim) -> Callable[[], None]:
@@ -143,7 +142,7 @@ class SendGuard:
         marker committed; if so, the transport is stopped and nothing is handed over."""
 
         def check() -> None:
-            self.ctx.app.failpoints.hit("before_data")
+            self.ctx.app.hooks.at("before_data")
             with self.ctx.engine.connect() as conn, conn.begin():
                 cancel = conn.execute(select(S.c.cancel_requested).where(S.c.id == claim.step_id)).scalar()
             if cancel:
@@ -200,8 +199,6 @@ class SendGuard:
 
         try:
             delivery = self.ctx.transport.send(email, before_commit=hook)
-        except InjectedCrash:
-            raise
         except Exception as exc:
             if aborted:
                 delivery = Delivery(Outcome.TRANSIENT, f"aborted before the point of no return: {exc}")
@@ -223,7 +220,7 @@ class SendGuard:
         with self.ctx.engine.connect() as conn, conn.begin():
             self.ctx.lock_leads(conn, [claim.lead_id for claim, _ in deliveries])
             self.recorder.record_many(conn, deliveries, results)
-            self.ctx.app.failpoints.hit("before_record_commit")
+            self.ctx.app.hooks.at("before_record_commit")
 
     def _recheck_many(
         self, conn: Connection, claims: list[Claim], results: dict[int, str]

@@ -80,7 +80,7 @@ def one_click_unsubscribe(app: Runtime, token: str) -> OneClickResult:
                 source="one-click",
             ),
             app.settings,
-            app.failpoints,
+            app.hooks,
         )
         uow.commit()
     return OneClickResult(lead_id, already=False)

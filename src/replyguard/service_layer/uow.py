@@ -25,15 +25,15 @@ from replyguard.settings import Settings
 class UnitOfWork:
     """`with app.uow() as uow: ...; uow.commit()` — leaving the block without commit rolls back."""
 
-    def __init__(
-        self, engine: Engine, clock: Clock, workspace_id: int, settings: Settings | None = None
-    ) -> None:
+    def __init__(self, engine: Engine, clock: Clock, workspace_id: int, settings: Settings) -> None:
         self.engine = engine
         self.clock = clock
         self.workspace_id = workspace_id
         #: What a use case deep in the service layer may need to know (pause limits, the public
-        #: URL for links in notices) without the composition root being passed down.
-        self.settings = settings or Settings()
+        #: URL for links in notices) without the composition root being passed down. Always
+        #: the process's own: a unit of work is built only by the composition root's wiring
+        #: (`App.uow`, `App.scoped`), never with defaults of its own.
+        self.settings = settings
         self.postgres = engine.dialect.name == "postgresql"
         self.session: Session
         self.tx = uuid.uuid4().hex

@@ -19,6 +19,10 @@ class DatabaseUrlError(ValueError):
     pass
 
 
+class DriverMissing(DatabaseUrlError):
+    """A postgresql:// URL on an install without the `postgres` extra."""
+
+
 def normalize_url(url: str) -> str:
     """Accept the URLs people type (`postgres://`, `postgresql://`) and pick psycopg 3."""
     url = url.strip()
@@ -36,14 +40,22 @@ def make_engine(url: str, *, pool_size: int = 5, echo: bool = False) -> Engine:
     url = normalize_url(url)
     if make_url(url).get_backend_name() == "sqlite":
         return _sqlite_engine(url, echo=echo)
-    return create_engine(
-        url,
-        echo=echo,
-        pool_size=pool_size,
-        max_overflow=pool_size,
-        pool_pre_ping=True,
-        connect_args={"connect_timeout": 10, "application_name": "replyguard"},
-    )
+    try:
+        # psycopg is the `postgres` extra: SQLAlchemy imports it here, and only here.
+        return create_engine(
+            url,
+            echo=echo,
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            pool_pre_ping=True,
+            connect_args={"connect_timeout": 10, "application_name": "replyguard"},
+        )
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "psycopg":
+            raise
+        raise DriverMissing(
+            "PostgreSQL needs the psycopg driver: pip install 'replyguard[postgres]'"
+        ) from None
 
 
 def _sqlite_engine(url: str, *, echo: bool) -> Engine:
@@ -75,7 +87,7 @@ def _sqlite_engine(url: str, *, echo: bool) -> Engine:
     def _on_begin(connection: Any) -> None:
         # Take the write lock up front: SQLite is single-writer, and a transaction that reads
         # then upgrades to a write can fail with SQLITE_BUSY instead of waiting. A read-only
-        # unit of work (web pages, see service_layer/reading.py) takes no lock: WAL gives it
+        # unit of work (web pages, see service_layer/scoped.py) takes no lock: WAL gives it
         # a consistent snapshot while the worker and the reply transaction go on writing.
         if connection.get_execution_options().get(READ_ONLY):
             connection.exec_driver_sql("BEGIN DEFERRED")

@@ -12,6 +12,7 @@ import httpx
 from standardwebhooks.webhooks import Webhook
 
 from replyguard.adapters.notices.base import ChannelResult, NoticeMessage, headline, summary_text
+from replyguard.domain.clock import Clock, SystemClock
 
 
 def _post(client: httpx.Client, url: str, body: bytes, headers: dict[str, str]) -> ChannelResult:
@@ -26,17 +27,29 @@ def _post(client: httpx.Client, url: str, body: bytes, headers: dict[str, str]) 
 
 class WebhookChannel:
     """POST `{"type", "timestamp", "data"}` with `webhook-id`, `webhook-timestamp` and
-    `webhook-signature` (v1, HMAC-SHA256 of `id.timestamp.body` with the `whsec_` secret)."""
+    `webhook-signature` (v1, HMAC-SHA256 of `id.timestamp.body` with the `whsec_` secret).
+
+    The signature's timestamp is the real time (`wall`), never a simulated clock's: the
+    receiver checks it against its own clock and refuses one minutes away."""
 
     name = "webhook"
 
-    def __init__(self, url: str, secret: str, timeout: float, client: httpx.Client | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        secret: str,
+        timeout: float,
+        client: httpx.Client | None = None,
+        *,
+        wall: Clock | None = None,
+    ) -> None:
         try:
             self._signer = Webhook(secret)
         except Exception as exc:
             raise ValueError("the webhook secret must be whsec_ followed by base64") from exc
         self._url = url
         self._client = client or httpx.Client(timeout=timeout, follow_redirects=False)
+        self._wall = wall or SystemClock()
 
     def deliver(self, notice: NoticeMessage, now: datetime) -> ChannelResult:
         body = json.dumps(
@@ -48,10 +61,11 @@ class WebhookChannel:
             ensure_ascii=False,
             separators=(",", ":"),
         )
-        signature = self._signer.sign(msg_id=notice.uid, timestamp=now, data=body)
+        signed_at = self._wall.now()
+        signature = self._signer.sign(msg_id=notice.uid, timestamp=signed_at, data=body)
         headers = {
             "webhook-id": notice.uid,
-            "webhook-timestamp": str(int(now.timestamp())),
+            "webhook-timestamp": str(int(signed_at.timestamp())),
             "webhook-signature": signature,
         }
         return _post(self._client, self._url, body.encode(), headers)

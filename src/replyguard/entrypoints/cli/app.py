@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from replyguard.bootstrap import App
+    from replyguard.service_layer.hooks import Hooks
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -51,6 +52,8 @@ class Options:
     now: str | None
     workspace: str | None
     transport: str | None
+    #: Hooks handed to `main` by whoever embeds the command line (the tests' fault worker).
+    hooks: Hooks | None = None
 
     def app(self, *, running_clock: bool = False) -> App:
         from replyguard.bootstrap import bootstrap
@@ -62,6 +65,7 @@ class Options:
                 running_clock=running_clock,
                 transport=self.transport,
                 workspace=self.workspace,
+                hooks=self.hooks,
             )
         except ValueError as exc:
             fail(str(exc), code=errors.EXIT_USAGE)
@@ -152,13 +156,19 @@ def main_options(
         typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
     ] = False,
 ) -> None:
-    ctx.obj = Options(db, now, workspace, transport)
+    # `main(..., hooks=...)` left the hooks in the context's object.
+    ctx.obj = Options(db, now, workspace, transport, hooks=ctx.obj)
 
 
 def open_app(ctx: typer.Context, *, running_clock: bool = False) -> App:
+    """The command's App. A long-running process on a simulated clock (`--now`,
+    REPLYGUARD_NOW) says so first thing; a one-shot command does when the clock came from the
+    environment (a variable left set), not from a `--now` typed on its own line."""
     from replyguard.bootstrap import WorkspaceMissing
 
     instance = opts(ctx).app(running_clock=running_clock)
+    if instance.simulated and (running_clock or instance.simulated != "--now"):
+        announce_clock(instance)
     # The command's context owns the app: its engine and transport are closed when the command
     # ends, however it ends (an SQLite file is checkpointed only when its last connection closes).
     ctx.call_on_close(instance.close)
@@ -167,6 +177,21 @@ def open_app(ctx: typer.Context, *, running_clock: bool = False) -> App:
     except WorkspaceMissing as exc:
         fail(str(exc))
     return instance
+
+
+def simulated_note(instance: App) -> str | None:
+    """ "simulated clock (--now): ..." for a process on one, else None."""
+    if not instance.simulated:
+        return None
+    at = instance.clock.now().isoformat(timespec="seconds")
+    return f"simulated clock ({instance.simulated}): it is {at} here, not the real time"
+
+
+def announce_clock(instance: App) -> None:
+    """One line on stderr: every time this process records comes from a simulated clock."""
+    note = simulated_note(instance)
+    if note is not None:
+        warn("warning:", f"{note}; every time this process records comes from it")
 
 
 def check_public_url(instance: App, *, allow_localhost: bool) -> None:
@@ -326,15 +351,17 @@ from replyguard.entrypoints.cli import audit_cmd  # noqa: E402
 audit_cmd.register(app)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, *, hooks: Hooks | None = None) -> None:
     """The `replyguard` script. Every failure becomes one line and an exit code (errors.py),
-    a wrong option or argument too (Click would print a usage box of five lines)."""
+    a wrong option or argument too (Click would print a usage box of five lines). `hooks`:
+    for a caller that watches the paths' named points (service_layer/hooks.py); the script
+    passes none."""
     # Typer carries its own copy of Click (typer._click): its exceptions, not the click package's.
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
     args = sys.argv[1:] if argv is None else argv
     try:
-        code = app(args=args, prog_name="replyguard", standalone_mode=False)
+        code = app(args=args, prog_name="replyguard", standalone_mode=False, obj=hooks)
     except NoArgsIsHelpError as exc:  # the help is printed already
         sys.exit(exc.exit_code)
     except ClickException as exc:

@@ -21,6 +21,7 @@ from rich.text import Text
 from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
 
 if TYPE_CHECKING:
+    from replyguard.bootstrap import App
     from replyguard.service_layer.audit import AuditReport
 
 _STYLE = {"pass": "[bold green]PASS[/]", "fail": "[bold red]FAIL[/]", "warn": "[bold yellow]WARN[/]"}
@@ -71,20 +72,15 @@ def _campaign(ctx: typer.Context, campaign: str, canary: str | None) -> AuditRep
     except ValueError as exc:
         fail(str(exc), code=2)
     try:
-        return run_audit(instance, campaign, canary=canary, channels=_channels())
+        return run_audit(instance, campaign, canary=canary, channels=_channels(instance))
     except LookupError as exc:
         fail(str(exc))
     finally:
         instance.close()
 
 
-def _channels() -> list[str]:
-    from replyguard.settings import NotifySettings
-
-    try:
-        notify = NotifySettings.from_env()
-    except ValueError:
-        return []  # `audit --config` says what is wrong with them
+def _channels(instance: App) -> list[str]:
+    notify = instance.notify
     found = ["email"] if notify.email else []
     return found + ["webhook"] * bool(notify.webhook_url) + ["slack"] * bool(notify.slack_url)
 
@@ -92,15 +88,10 @@ def _channels() -> list[str]:
 def _config(ctx: typer.Context, campaign: str | None) -> AuditReport:
     from replyguard.service_layer.audit import config_audit
     from replyguard.service_layer.audit_config import Setup
-    from replyguard.settings import NotifySettings
 
-    notify, problem = None, None
-    try:
-        notify = NotifySettings.from_env()
-    except ValueError as exc:
-        problem = str(exc)
+    # Notice settings that do not parse stop the command at start-up, as every setting does.
     instance = open_app(ctx)
-    setup = Setup(instance.settings, notify, problem, instance.transport_spec)
+    setup = Setup(instance.settings, instance.notify, None, instance.transport_spec)
     try:
         return config_audit(instance, setup, campaign=campaign)
     except LookupError as exc:

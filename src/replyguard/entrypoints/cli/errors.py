@@ -38,10 +38,12 @@ def describe(exc: BaseException) -> tuple[int, str]:
     """(exit code, one line) for an exception that reached the top of a command."""
     from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
-    from replyguard.adapters.db.engine import DatabaseUrlError
+    from replyguard.adapters.db.engine import DatabaseUrlError, DriverMissing
 
     if isinstance(exc, KeyboardInterrupt):
         return EXIT_INTERRUPTED, "interrupted"
+    if isinstance(exc, DriverMissing):
+        return EXIT_USAGE, _first_line(exc)
     if isinstance(exc, DatabaseUrlError | ArgumentError | NoSuchModuleError):
         return EXIT_USAGE, f"{_first_line(exc)} (set --db or REPLYGUARD_DATABASE_URL)"
     if isinstance(exc, OperationalError):
@@ -79,9 +81,9 @@ def _first_line(exc: object) -> str:
 
 
 def debug_requested(argv: list[str]) -> bool:
-    import os
+    from replyguard.settings import debug_requested as from_environment
 
-    return "--debug" in argv or os.environ.get("REPLYGUARD_DEBUG", "") == "1"
+    return "--debug" in argv or from_environment()
 
 
 def report(exc: BaseException) -> int:

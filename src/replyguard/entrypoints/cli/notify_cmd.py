@@ -22,32 +22,16 @@ def notify(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
 ) -> None:
     """Deliver notices to the owner (email), a signed webhook and a Slack-compatible webhook."""
-    from replyguard.adapters.notices import make_channels
-    from replyguard.service_layer.notice_delivery import NoticeDelivery, run_forever, undelivered
-    from replyguard.settings import ModelSettings, NotifySettings
+    from replyguard.service_layer.notice_delivery import run_forever, undelivered
 
-    try:
-        settings, model = NotifySettings.from_env(), ModelSettings.from_env()
-    except ValueError as exc:
-        fail(str(exc), code=2)
     instance = open_app(ctx, running_clock=not once)
     try:
-        channels = make_channels(settings, instance.transport if settings.email else None)
+        channels = instance.notice_channels()
     except ValueError as exc:
         fail(str(exc), code=2)
     if not channels:
         fail("no notice channel: REPLYGUARD_NOTIFY_EMAIL=0 and no webhook configured", code=2)
-    drafts = None
-    if model.url is not None:
-        from replyguard.adapters.model_client import ModelClient
-        from replyguard.service_layer.drafting import draft_pending
-
-        client = ModelClient(model.url, model.model, model.api_key, model.timeout)
-
-        def drafts() -> int:
-            return draft_pending(instance, client)
-
-    delivery = NoticeDelivery(instance, channels, settings, before_pass=drafts)
+    delivery = instance.notice_delivery(channels)
     if once:
         report = delivery.run_once()
     else:

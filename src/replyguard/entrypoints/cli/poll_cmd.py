@@ -26,15 +26,13 @@ def register(app: typer.Typer) -> None:
 def poll(
     ctx: typer.Context,
     imap: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--imap",
             help="imaps://user:password@host:993/INBOX, or imap://...:143/INBOX (STARTTLS). "
             "Or set REPLYGUARD_IMAP_URL, which keeps the password out of the process list.",
-            envvar="REPLYGUARD_IMAP_URL",
-            show_envvar=False,  # the value holds a password: never echo it in --help
         ),
-    ],
+    ] = None,
     folder: Annotated[str | None, typer.Option("--folder", help="Overrides the URL's folder.")] = None,
     once: Annotated[bool, typer.Option("--once", help="Read what is there now, then exit.")] = False,
     history: Annotated[
@@ -51,10 +49,14 @@ def poll(
     from replyguard.adapters.imap_source import ImapUrlError, LeaseBusy
     from replyguard.entrypoints.cli.app import err, fail, open_app, out
     from replyguard.service_layer.ingest import IngestResult
-    from replyguard.service_layer.pollers import imap_poller, ingest_fetched, read_cursor
+    from replyguard.service_layer.pollers import ingest_fetched, read_cursor
     from replyguard.service_layer.quarantine import Sweeper, retry_stored
 
     instance = open_app(ctx, running_clock=not once)
+    urls = [imap] if imap else list(instance.environment.imap_urls)
+    if len(urls) != 1:
+        instance.close()
+        fail("poll reads one folder: give --imap URL (or REPLYGUARD_IMAP_URL with one URL)", code=2)
 
     def report(result: IngestResult) -> None:
         leads = ",".join(str(i) for i in result.lead_ids) or "-"
@@ -65,7 +67,9 @@ def poll(
         )
 
     try:
-        poller = imap_poller(instance, imap, ingest_fetched(instance, report), folder=folder, history=history)
+        poller = instance.imap_poller(
+            urls[0], ingest_fetched(instance, report), folder=folder, history=history
+        )
     except ImapUrlError as exc:
         instance.close()
         fail(str(exc), code=2)

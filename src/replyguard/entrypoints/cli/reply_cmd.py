@@ -79,7 +79,7 @@ def reply_record(
                     source="cli",
                 ),
                 instance.settings,
-                instance.failpoints,
+                instance.hooks,
             )
             uow.commit()
     except LeadNotFound as exc:

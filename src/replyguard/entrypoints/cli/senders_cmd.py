@@ -68,9 +68,7 @@ def _decide(ctx: typer.Context, confirmation: int, by: str, what: str, as_json: 
     try:
         with instance.uow() as uow:
             if what == "confirm":
-                outcome = confirm_sender(
-                    uow, confirmation, instance.settings, by=by, failpoints=instance.failpoints
-                )
+                outcome = confirm_sender(uow, confirmation, instance.settings, by=by, hooks=instance.hooks)
                 lead_state = outcome.lead_state if outcome is not None else None
             else:
                 reject_sender(uow, confirmation, by=by)

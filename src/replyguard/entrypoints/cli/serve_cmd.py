@@ -32,22 +32,22 @@ def register(app: typer.Typer) -> None:
         port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
     ) -> None:
         """Serve the web workspace, the REST API, one-click unsubscribe and the inbound webhooks."""
-        import os
-
         import uvicorn
 
-        from replyguard.entrypoints.cli.app import fail, open_app
+        from replyguard.entrypoints.cli.app import fail, open_app, simulated_note
         from replyguard.entrypoints.http import create_app
         from replyguard.entrypoints.logs import configure_logging
         from replyguard.service_layer.quarantine import Sweeper
 
-        log_format = os.environ.get("REPLYGUARD_LOG_FORMAT")
-        if log_format:  # otherwise uvicorn's own log format, as before
-            try:
-                configure_logging(log_format)
-            except ValueError as exc:
-                fail(str(exc), code=2)
         instance = open_app(ctx, running_clock=True)
+        log_format = instance.environment.log_format
+        # Otherwise uvicorn's own log format, as before; on a simulated clock ours, which says so.
+        if log_format or instance.simulated:
+            try:
+                configure_logging(log_format, simulated=lambda: simulated_note(instance))
+            except ValueError as exc:
+                instance.close()
+                fail(str(exc), code=2)
         logging.getLogger("uvicorn.access").addFilter(RedactSecrets())
         try:
             with Sweeper(instance):  # messages a crash left stored but unprocessed
@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
                     host=host,
                     port=port,
                     proxy_headers=True,
-                    log_config=None if log_format else uvicorn.config.LOGGING_CONFIG,
+                    log_config=None if log_format or instance.simulated else uvicorn.config.LOGGING_CONFIG,
                 )
         finally:
             instance.close()

@@ -6,8 +6,6 @@ and `person_send` (send: the one command that sends a person's answer).
 
 from __future__ import annotations
 
-import getpass
-import os
 from dataclasses import asdict
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -36,12 +34,9 @@ def register(app: typer.Typer) -> None:
 
 def _who(by: str | None) -> str:
     """Who acts: --by, else REPLYGUARD_USER, else the login name."""
-    if by:
-        return by
-    try:
-        return os.environ.get("REPLYGUARD_USER") or getpass.getuser()
-    except (KeyError, OSError):
-        return "cli"
+    from replyguard.settings import acting_user
+
+    return by or acting_user()
 
 
 By = Annotated[str | None, typer.Option("--by", help="Who decides (default: REPLYGUARD_USER or the login).")]
@@ -302,18 +297,12 @@ def threads_done(ctx: typer.Context, thread_id: ThreadId, by: By = None, as_json
 @threads_app.command("draft")
 def threads_draft(ctx: typer.Context, thread_id: ThreadId, as_json: AsJson = False) -> None:
     """Ask the configured model (REPLYGUARD_MODEL_URL) for a draft now."""
-    from replyguard.adapters.model_client import ModelClient
     from replyguard.service_layer.drafting import draft_thread
-    from replyguard.settings import ModelSettings
 
-    try:
-        model = ModelSettings.from_env()
-    except ValueError as exc:
-        fail(str(exc), code=2)
-    if model.url is None:
-        fail("no model configured: set REPLYGUARD_MODEL_URL (an OpenAI-compatible API base)", code=2)
     instance = open_app(ctx)
-    client = ModelClient(model.url, model.model, model.api_key, model.timeout)
+    client = instance.model_client()
+    if client is None:
+        fail("no model configured: set REPLYGUARD_MODEL_URL (an OpenAI-compatible API base)", code=2)
     try:
         ok = draft_thread(instance, client, thread_id)
     except LookupError as exc:

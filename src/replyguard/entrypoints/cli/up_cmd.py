@@ -55,8 +55,6 @@ def up(
             "--imap",
             help="An IMAP folder to poll (repeat for several). Or REPLYGUARD_IMAP_URL, several "
             "separated by spaces, which keeps passwords out of the process list.",
-            envvar="REPLYGUARD_IMAP_URL",
-            show_envvar=False,  # the value holds passwords: never echo it in --help
         ),
     ] = None,
     worker: Annotated[bool, typer.Option("--worker/--no-worker", help="Run the sending worker.")] = True,
@@ -68,21 +66,25 @@ def up(
 ) -> None:
     """Run the web app, the worker and the IMAP pollers together (Ctrl-C stops)."""
     from replyguard.adapters.imap_source import ImapUrlError, parse_imap_url
-    from replyguard.entrypoints.cli.app import check_public_url, err, fail, open_app
+    from replyguard.entrypoints.cli.app import check_public_url, err, fail, open_app, simulated_note
     from replyguard.entrypoints.logs import configure_logging
     from replyguard.entrypoints.supervisor import Supervisor
 
+    instance = open_app(ctx, running_clock=True)
     try:
-        configure_logging(log_format or os.environ.get("REPLYGUARD_LOG_FORMAT"))
+        configure_logging(
+            log_format or instance.environment.log_format, simulated=lambda: simulated_note(instance)
+        )
     except ValueError as exc:
+        instance.close()
         fail(str(exc), code=2)
-    urls = list(imap or [])
+    urls = list(imap or instance.environment.imap_urls)
     for url in urls:
         try:
             parse_imap_url(url)
         except ImapUrlError as exc:
+            instance.close()
             fail(str(exc), code=2)
-    instance = open_app(ctx, running_clock=True)
     if worker:
         try:
             _ = instance.transport
@@ -91,7 +93,7 @@ def up(
         check_public_url(instance, allow_localhost=allow_localhost_unsubscribe)
     try:
         notices = notice_delivery(instance)
-    except ValueError as exc:  # a REPLYGUARD_NOTIFY_* or REPLYGUARD_MODEL_* value that does not parse
+    except ValueError as exc:  # a --transport or REPLYGUARD_TRANSPORT the email channel cannot use
         instance.close()
         fail(str(exc), code=2)
     try:
@@ -170,28 +172,12 @@ def _components(
 
 
 def notice_delivery(instance: App) -> NoticeDelivery | None:
-    """The notice outbox's delivery as `replyguard notify` configures it, or None when there
-    is nothing to do (no channel, no model). Raises ValueError for a setting that does not
-    parse."""
-    from replyguard.adapters.notices import make_channels
-    from replyguard.service_layer.notice_delivery import NoticeDelivery
-    from replyguard.settings import ModelSettings, NotifySettings
-
-    settings, model = NotifySettings.from_env(), ModelSettings.from_env()
-    channels = make_channels(settings, instance.transport if settings.email else None)
-    drafts = None
-    if model.url is not None:
-        from replyguard.adapters.model_client import ModelClient
-        from replyguard.service_layer.drafting import draft_pending
-
-        client = ModelClient(model.url, model.model, model.api_key, model.timeout)
-
-        def drafts() -> int:
-            return draft_pending(instance, client)
-
-    if not channels and drafts is None:
+    """The notice outbox's delivery as `replyguard notify` runs it, or None when there is
+    nothing to do (no channel, no model). Raises ValueError for a transport that does not parse."""
+    channels = instance.notice_channels()
+    if not channels and instance.model.url is None:
         return None
-    return NoticeDelivery(instance, channels, settings, before_pass=drafts)
+    return instance.notice_delivery(channels)
 
 
 def _notices(delivery: NoticeDelivery) -> Run:
@@ -247,12 +233,12 @@ def _worker(instance: App) -> Run:
 
 def _poller(instance: App, url: str) -> Run:
     from replyguard.service_layer.ingest import IngestResult
-    from replyguard.service_layer.pollers import imap_poller, ingest_fetched
+    from replyguard.service_layer.pollers import ingest_fetched
 
     def report(result: IngestResult) -> None:
         log.info("inbound %s: %s %s", result.inbound_id, result.status, result.kind or "")
 
     def run(stop: threading.Event) -> None:
-        imap_poller(instance, url, ingest_fetched(instance, report)).run(stop)
+        instance.imap_poller(url, ingest_fetched(instance, report)).run(stop)
 
     return run

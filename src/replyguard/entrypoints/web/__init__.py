@@ -32,7 +32,6 @@ from replyguard.entrypoints.web.middleware import SecurityHeaders
 from replyguard.entrypoints.web.render import Renderer
 from replyguard.entrypoints.web.security import CsrfRefused, LoginRequired, make_guards
 from replyguard.service_layer.queries import NotFound
-from replyguard.service_layer.scoped import Scoped
 
 __all__ = ["WebSettings", "install"]
 
@@ -45,7 +44,12 @@ DOCS_CSP = (
 
 
 def install(api_app: FastAPI, app: App, settings: WebSettings | None = None) -> None:
-    ctx = WebContext(app, Scoped(app.engine, app.clock), settings or WebSettings.from_env(), Renderer())
+    ctx = WebContext(
+        app,
+        app.scoped,
+        settings or WebSettings.of(app.environment),
+        Renderer((app.simulated, app.clock) if app.simulated else None),
+    )
     guards = make_guards(ctx)
     registry = CollectorRegistry()
     for page_router in pages.routers(ctx, guards):

@@ -1,12 +1,12 @@
-"""Settings of the web workspace, read from the environment once (in `create_app`)."""
+"""Settings of the web workspace, from what the composition root read (`settings.Environment`)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 from replyguard.service_layer.accounts import LoginPolicy
+from replyguard.settings import Environment
 
 CookieSecure = Literal["auto", "always", "never"]
 
@@ -24,11 +24,9 @@ class WebSettings:
     max_upload_bytes: int = 20 * 1024 * 1024
 
     @classmethod
-    def from_env(cls) -> WebSettings:
-        secure = os.environ.get("REPLYGUARD_COOKIE_SECURE", "auto").strip().lower() or "auto"
-        if secure not in ("auto", "always", "never"):
-            raise ValueError(f"REPLYGUARD_COOKIE_SECURE must be auto, always or never, got {secure!r}")
+    def of(cls, environment: Environment) -> WebSettings:
+        """The web's settings as the process read them (its cookie value is checked there)."""
         return cls(
-            cookie_secure=secure,  # type: ignore[arg-type]
-            metrics_token=os.environ.get("REPLYGUARD_METRICS_TOKEN") or None,
+            cookie_secure=cast(CookieSecure, environment.cookie_secure),
+            metrics_token=environment.metrics_token,
         )

@@ -20,17 +20,6 @@ class WebContext:
 
     def app_for(self, workspace_id: int) -> App:
         """The wired App of one workspace, for the use cases that take an App (a person's
-        answer, an inbound retry): the same engine, clock, settings, transport and
-        failpoints as the server's, its units of work scoped to `workspace_id` — the
-        workspace of the session or token asking, never one named by the request."""
-        scoped = App(
-            self.app.engine,
-            self.app.clock,
-            self.app.settings,
-            self.app.transport_spec,
-            failpoints=self.app.failpoints,
-        )
-        scoped.use_transport(self.app.transport)
-        # `App.workspace_id` is a cached lookup by name; the web knows the id already.
-        scoped.__dict__["workspace_id"] = workspace_id
-        return scoped
+        answer, an inbound retry): the server's, its units of work scoped to `workspace_id` —
+        the workspace of the session or token asking, never one named by the request."""
+        return self.app.for_workspace(workspace_id)

@@ -12,6 +12,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from replyguard.domain.clock import Clock
 from replyguard.entrypoints.web.nav import NAV
 
 #: Pages run our own script and stylesheet only. `img-src data:` is for the inline SVG icons.
@@ -117,8 +118,23 @@ def duration(value: timedelta | float | int | None) -> str:
     return " ".join(shown) or "0 s"
 
 
+def _simulated_note(simulated: tuple[str, Clock] | None) -> object:
+    """What the page header says on a simulated clock: a function, so each page has its time."""
+    if simulated is None:
+        return None
+    source, clock = simulated
+
+    def note() -> str:
+        return f"Simulated clock ({source}): it is {when(clock.now())} here, not the real time."
+
+    return note
+
+
 class Renderer:
-    def __init__(self) -> None:
+    """`simulated`: where a simulated clock came from (`--now`, `REPLYGUARD_NOW`) and the clock;
+    every page then says, above everything else, that its times are not the real ones."""
+
+    def __init__(self, simulated: tuple[str, Clock] | None = None) -> None:
         self.env = Environment(
             loader=PackageLoader("replyguard.entrypoints.web", "templates"),
             autoescape=select_autoescape(["html"]),
@@ -127,7 +143,7 @@ class Renderer:
             lstrip_blocks=True,
         )
         self.env.filters.update(badge=badge_class, label=label, when=when, duration=duration, instant=instant)
-        self.env.globals.update(nav=NAV)
+        self.env.globals.update(nav=NAV, simulated_clock=_simulated_note(simulated))
 
     def page(
         self,
