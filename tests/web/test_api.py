@@ -40,7 +40,7 @@ def test_a_campaign_from_toml_to_an_approved_step_on_the_lead_timeline(site: Sit
         campaign_id = created.json()["campaign_id"]
 
         imported = api.post(
-            "/api/v1/leads/import", data={"product": "Atlas"}, files={"file": ("leads.csv", CSV, "text/csv")}
+            "/api/v1/leads/import", data={"product": "Atlas", "create_product": "true"}, files={"file": ("leads.csv", CSV, "text/csv")}
         )
         assert imported.status_code == 200
         assert imported.json()["created"] == 2
@@ -82,7 +82,7 @@ def test_a_campaign_file_with_an_error_is_refused_with_the_field_named(site: Sit
 def test_lead_search_takes_percent_and_underscore_literally(site: Site) -> None:
     with api_client(site.base, site.alpha.token) as api:
         api.post(
-            "/api/v1/leads/import", data={"product": "Atlas"}, files={"file": ("l.csv", CSV, "text/csv")}
+            "/api/v1/leads/import", data={"product": "Atlas", "create_product": "true"}, files={"file": ("l.csv", CSV, "text/csv")}
         )
 
         def emails(q: str) -> list[str]:

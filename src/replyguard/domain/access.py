@@ -62,7 +62,7 @@ ROLES = tuple(r.value for r in Role)
 
 class Capability(StrEnum):
     """What a route needs. Each has one level (`LEVELS`); the route walk in
-    tests/web/test_route_access.py proves every route declares one."""
+    tests/web/test_tenant_isolation.py proves every route declares one."""
 
     READ = "read"  # every page and every GET of the API
     ACCOUNT = "account"  # one's own password and sessions

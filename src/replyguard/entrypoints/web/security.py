@@ -107,7 +107,7 @@ class Caller:
 
 class PageNeeds:
     """A page's dependency: the signed-in person, who must have `capability`. The route walk
-    (tests/web/test_route_access.py) finds these on every route."""
+    (tests/web/test_tenant_isolation.py) finds these on every route."""
 
     def __init__(self, capability: Capability) -> None:
         self.capability = capability
