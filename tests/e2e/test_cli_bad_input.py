@@ -147,7 +147,10 @@ BAD: dict[str, list[Case]] = {
     "users list": [case("--workspace", "nope", "users", "list")],
     "users disable": [case("users", "disable", "nobody@alpha.test")],
     "users enable": [case("users", "enable", "nobody@alpha.test")],
-    "users remove": [case("users", "remove", "nobody@alpha.test", "--yes"), case("users", "remove", "x@y.test")],
+    "users remove": [
+        case("users", "remove", "nobody@alpha.test", "--yes"),
+        case("users", "remove", "x@y.test"),
+    ],
     "users set-role": [
         case("users", "set-role", "nobody@alpha.test", "admin"),
         case("users", "set-role", "nobody@alpha.test", "emperor"),

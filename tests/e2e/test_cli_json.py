@@ -97,7 +97,9 @@ def test_decisions_print_one_object_each(ws: Workspace, tmp_path: Path) -> None:
     tid = str(thread["id"])
     added = ws.run("users", "add", "dana@northwind-analytics.test", input="correct horse battery\n")
     assert added.returncode == 0, added.stderr  # a thread is assigned to a user of the workspace only
-    assigned = one_object(ws, "threads", "assign", tid, "--to", "Dana@northwind-analytics.test", "--by", "dana")
+    assigned = one_object(
+        ws, "threads", "assign", tid, "--to", "Dana@northwind-analytics.test", "--by", "dana"
+    )
     assert assigned["action"] == "assign"
     assert (
         one_object(ws, "threads", "snooze", tid, "--until", "2026-12-09", "--by", "dana")["action"]

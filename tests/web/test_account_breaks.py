@@ -154,18 +154,6 @@ def test_the_life_of_an_account_over_http(site: Site, rep: str) -> None:
         assert changed.status_code == 303 and again.get("/inbox").status_code == 200
 
 
-def test_readyz_says_ready_and_nothing_more_without_the_token(
-    site: Site, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with httpx.Client(base_url=site.base) as client:
-        assert client.get("/readyz").json() == {"status": "ready"}
-    monkeypatch.setenv("REPLYGUARD_METRICS_TOKEN", "scrape-secret")
-    with serving(create_app(site.alpha.app)) as base, httpx.Client(base_url=base) as client:
-        assert client.get("/readyz").json() == {"status": "ready"}
-        detailed = client.get("/readyz", headers={"Authorization": "Bearer scrape-secret"}).json()
-    assert detailed["status"] == "ready" and detailed["revision"]
-
-
 def test_error_pages_are_styled_with_navigation_and_a_bug_is_a_500_page(
     site: Site, monkeypatch: pytest.MonkeyPatch
 ) -> None:
