@@ -14,6 +14,7 @@ an owner and is checked by nothing here.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum, StrEnum
@@ -123,6 +124,17 @@ class Principal:
 
 class AccessDenied(PermissionError):
     """The person or token may not do this (the message says what it needs)."""
+
+
+def plain_name(text: str, what: str, longest: int) -> str:
+    """A name a person gives (a token's, a user's): spaces folded; ValueError for control
+    characters or unpaired surrogates, which no database or page should carry."""
+    name = " ".join(text.split())
+    if any(unicodedata.category(c) in ("Cc", "Cs", "Cf") for c in name):
+        raise ValueError(f"{what} may not contain control characters")
+    if len(name) > longest:
+        raise ValueError(f"{what} may have at most {longest} characters")
+    return name
 
 
 def allows(level: Level, capability: Capability) -> bool:

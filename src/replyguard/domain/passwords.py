@@ -42,6 +42,8 @@ def check_password(password: str, context: Iterable[str] = ()) -> None:
         raise WeakPassword(f"a password needs at least {MIN_LENGTH} characters")
     if len(password) > MAX_LENGTH:
         raise WeakPassword(f"a password may have at most {MAX_LENGTH} characters")
+    if any(0xD800 <= ord(c) <= 0xDFFF or c == "\x00" for c in password):
+        raise WeakPassword("a password must be text (no NUL, no unpaired surrogate)")
     if password.strip().lower() in _common():
         raise WeakPassword("this is one of the most common passwords: choose another")
     from zxcvbn import zxcvbn

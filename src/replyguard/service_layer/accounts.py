@@ -22,7 +22,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import func, select
 
 from replyguard.adapters.db import models as m
-from replyguard.domain.access import Principal, Role, check_role_change
+from replyguard.domain.access import Principal, Role, check_role_change, plain_name
 from replyguard.domain.addresses import InvalidAddress, UnsafeHeaderValue, normalize_address
 from replyguard.domain.passwords import MAX_LENGTH, WeakPassword, check_password
 from replyguard.domain.throttle import LoginPolicy
@@ -102,6 +102,10 @@ def add_user(
         raise AccountError(str(exc)) from None
     if uow.session.scalar(select(m.User.id).where(m.User.email == address)) is not None:
         raise AccountError(f"a user with the address {address} already exists")
+    try:
+        name = plain_name(name, "a name", 200)
+    except ValueError as exc:
+        raise AccountError(str(exc)) from None
     first = not uow.session.scalar(
         select(func.count()).select_from(m.User).where(m.User.workspace_id == uow.workspace_id)
     )
@@ -110,7 +114,7 @@ def add_user(
     user = m.User(
         workspace_id=uow.workspace_id,
         email=address,
-        name=" ".join(name.split())[:200],
+        name=name,
         password_hash=choose_password(uow, password, address, name),
         created_at=uow.clock.now(),
         role=role.value,
@@ -203,5 +207,5 @@ def sign_in(
 def _verify(hashed: str, password: str) -> bool:
     try:
         return _HASHER.verify(hashed, password)
-    except (VerificationError, InvalidHashError):
+    except (VerificationError, InvalidHashError, UnicodeEncodeError):
         return False

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 
 from replyguard.adapters.db import models as m
-from replyguard.domain.access import AccessDenied, Level, Principal, Role, token_level
+from replyguard.domain.access import AccessDenied, Level, Principal, Role, plain_name, token_level
 from replyguard.service_layer.queries import NotFound
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.web_sessions import digest
@@ -92,8 +92,11 @@ def create_token(
 
     It acts for `by`'s person (or, from the operator only, for `for_user`), with at most
     `by`'s rights, and never outlives the token `by` acts with. AccessDenied or TokenError."""
-    name = " ".join(name.split())
-    if not name or len(name) > 100:
+    try:
+        name = plain_name(name, "a token's name", 100)
+    except ValueError as exc:
+        raise TokenError(str(exc)) from None
+    if not name:
         raise TokenError("a token needs a name of 1 to 100 characters")
     now = uow.clock.now()
     if scope > by.level:

@@ -14,6 +14,7 @@ start uvicorn with its proxy headers off).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -183,5 +184,9 @@ def _errors(api_app: FastAPI, ctx: WebContext, guards: Guards) -> None:
     def invalid(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
         if _machine(request):
-            return JSONResponse({"detail": jsonable_encoder(exc.errors())}, status_code=422)
+            # ASCII-escaped: the errors echo the input, which may hold what UTF-8 cannot carry
+            # (an unpaired surrogate sent as \ud800 in JSON); the default encoder would fail
+            # inside this handler and reset the connection.
+            body = json.dumps({"detail": jsonable_encoder(exc.errors())}, ensure_ascii=True, default=str)
+            return Response(body, status_code=422, media_type="application/json")
         return error_page(request, 400, "The request was not understood: a field is missing or malformed.")
