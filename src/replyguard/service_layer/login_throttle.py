@@ -119,12 +119,14 @@ def remember_device(uow: UnitOfWork, key: str, device: str) -> str:
 
 
 def recent_failures(uow: UnitOfWork, email: str, policy: LoginPolicy) -> int:
-    """Failures of this account from clients it does not know, within the window."""
+    """Failures of this account from clients it does not know, within the window: what the
+    account-wide limit counts."""
     return int(
         uow.session.scalar(
             select(func.count()).where(
                 m.LoginAttempt.account_key == account_key(email),
                 m.LoginAttempt.succeeded.is_(False),
+                m.LoginAttempt.client.startswith(_ADDRESS),
                 m.LoginAttempt.at > uow.clock.now() - policy.window,
             )
         )
