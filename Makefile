@@ -30,7 +30,7 @@ venv: $(VENV)/.installed
 
 DEMO_DB       := sqlite:///demo.db
 DEMO_USER     := demo@replyguard.test
-DEMO_PASSWORD := replyguard-demo
+DEMO_PASSWORD := watch the queue stop
 # The demo runs ten simulated days from Monday 2026-12-07; `up` carries on from where it ended.
 DEMO_NOW      := 2026-12-17T06:00:00Z
 

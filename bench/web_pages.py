@@ -35,6 +35,7 @@ from rich.table import Table
 from sqlalchemy import Connection, text
 
 from replyguard.bootstrap import App
+from replyguard.domain.access import Level, Principal
 from replyguard.entrypoints.http import create_app
 from replyguard.service_layer.accounts import add_user
 from replyguard.service_layer.api_tokens import create_token
@@ -304,7 +305,7 @@ def pages(app: App) -> dict[str, str]:
 
 def api_token(app: App) -> str:
     with app.uow() as uow:
-        _view, token = create_token(uow, "bench", "bench")
+        _view, token = create_token(uow, "bench", Principal.operator("bench"), scope=Level.ADMIN)
         uow.commit()
     return token
 

@@ -9,6 +9,7 @@ parse is one clear error; nothing reaches for the environment afterwards.
 from __future__ import annotations
 
 import getpass
+import ipaddress
 import os
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -206,6 +207,23 @@ def _cookie_secure() -> str:
     return secure
 
 
+def trusted_proxies(raw: str) -> tuple[str, ...]:
+    """REPLYGUARD_TRUSTED_PROXIES: addresses or networks (comma- or space-separated) of the
+    reverse proxies in front of the app. ValueError for anything else, "*" included: a proxy
+    is named, never assumed."""
+    found = []
+    for item in raw.replace(",", " ").split():
+        try:
+            network = ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ValueError(
+                f"REPLYGUARD_TRUSTED_PROXIES: {item!r} is not an IP address or network"
+                " (e.g. 127.0.0.1, 10.0.0.0/8)"
+            ) from None
+        found.append(str(network) if "/" in item else str(network.network_address))
+    return tuple(found)
+
+
 @dataclass(frozen=True, slots=True)
 class Environment:
     """Everything a process takes from its environment, read once by `bootstrap`.
@@ -225,6 +243,8 @@ class Environment:
     cookie_secure: str = "auto"
     metrics_token: str | None = field(default=None, repr=False)
     log_format: str | None = None
+    #: Reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (off: none).
+    trusted_proxies: tuple[str, ...] = ()
     #: IMAP folders to poll (REPLYGUARD_IMAP_URL, space-separated): they hold passwords.
     imap_urls: tuple[str, ...] = field(default=(), repr=False)
 
@@ -242,6 +262,7 @@ class Environment:
             cookie_secure=_cookie_secure(),
             metrics_token=os.environ.get("REPLYGUARD_METRICS_TOKEN") or None,
             log_format=os.environ.get("REPLYGUARD_LOG_FORMAT") or None,
+            trusted_proxies=trusted_proxies(os.environ.get("REPLYGUARD_TRUSTED_PROXIES", "")),
             imap_urls=tuple(os.environ.get("REPLYGUARD_IMAP_URL", "").split()),
         )
 

@@ -142,9 +142,30 @@ BAD: dict[str, list[Case]] = {
     "users add": [
         case("users", "add", "not-an-address", stdin="correct horse battery\n"),
         case("users", "add", "ann@alpha.test", stdin="short\n"),
+        case("users", "add", "ann@alpha.test", stdin="password1234\n"),  # a common password
+        case("users", "add", "ann@alpha.test", "--role", "emperor", stdin="correct horse battery\n"),
     ],
     "users list": [case("--workspace", "nope", "users", "list")],
-    "tokens create": [case("tokens", "create", " ")],
+    "users disable": [case("users", "disable", "nobody@alpha.test")],
+    "users enable": [case("users", "enable", "nobody@alpha.test")],
+    "users remove": [
+        case("users", "remove", "nobody@alpha.test", "--yes"),
+        case("users", "remove", "x@y.test"),
+    ],
+    "users set-role": [
+        case("users", "set-role", "nobody@alpha.test", "admin"),
+        case("users", "set-role", "nobody@alpha.test", "emperor"),
+    ],
+    "users reset-password": [case("users", "reset-password", "nobody@alpha.test", "--generate")],
+    "users unlock": [case("users", "unlock", "nobody@alpha.test")],
+    "users sessions": [case("users", "sessions", "nobody@alpha.test")],
+    "users sign-out": [case("users", "sign-out", "nobody@alpha.test")],
+    "tokens create": [
+        case("tokens", "create", " "),
+        case("tokens", "create", "ci", "--scope", "root"),
+        case("tokens", "create", "ci", "--expires", "someday"),
+        case("tokens", "create", "ci", "--for", "nobody@alpha.test"),
+    ],
     "tokens list": [case("--workspace", "nope", "tokens", "list")],
     "tokens revoke": [case("tokens", "revoke", "999"), case("tokens", "revoke", "all")],
     "audit": [

@@ -95,7 +95,12 @@ def test_decisions_print_one_object_each(ws: Workspace, tmp_path: Path) -> None:
     one_object(ws, "reply", "record", "--lead", PRIYA, "--product", PRODUCT, "--text", "What does it cost?")
     [thread] = ws.json("threads", "list", now=NOW)
     tid = str(thread["id"])
-    assert one_object(ws, "threads", "assign", tid, "--to", "dana", "--by", "dana")["action"] == "assign"
+    added = ws.run("users", "add", "dana@northwind-analytics.test", input="correct horse battery\n")
+    assert added.returncode == 0, added.stderr  # a thread is assigned to a user of the workspace only
+    assigned = one_object(
+        ws, "threads", "assign", tid, "--to", "Dana@northwind-analytics.test", "--by", "dana"
+    )
+    assert assigned["action"] == "assign"
     assert (
         one_object(ws, "threads", "snooze", tid, "--until", "2026-12-09", "--by", "dana")["action"]
         == "snooze"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replyguard.settings import Settings
+from replyguard.settings import Environment, Settings
 
 
 def test_webhook_secrets_and_limits_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,3 +60,15 @@ def test_the_public_url_and_whether_it_was_set(
         monkeypatch.setenv("REPLYGUARD_PUBLIC_URL", value)
     settings = Settings.from_env()
     assert (settings.public_url, settings.public_url_unset) == (url, unset)
+
+
+def test_trusted_proxies_are_named_addresses_or_networks_never_assumed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert Environment.read().trusted_proxies == ()
+    monkeypatch.setenv("REPLYGUARD_TRUSTED_PROXIES", "127.0.0.1, 10.0.0.0/8")
+    assert Environment.read().trusted_proxies == ("127.0.0.1", "10.0.0.0/8")
+    for bad in ("*", "proxy.example", "10.0.0.0/33"):
+        monkeypatch.setenv("REPLYGUARD_TRUSTED_PROXIES", bad)
+        with pytest.raises(ValueError, match="REPLYGUARD_TRUSTED_PROXIES"):
+            Environment.read()

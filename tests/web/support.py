@@ -15,6 +15,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from replyguard.bootstrap import App
+from replyguard.domain.access import Level, Principal
 from replyguard.service_layer.accounts import add_user
 from replyguard.service_layer.api_tokens import create_token
 
@@ -30,7 +31,9 @@ def serving(api: FastAPI, log_level: str = "warning") -> Iterator[str]:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as `replyguard up` does
     sock.bind(("127.0.0.1", 0))
     # log_config=None: uvicorn logs through the root logger, where pytest (caplog) sees them.
-    config = uvicorn.Config(api, log_level=log_level, log_config=None, lifespan="off")
+    # proxy_headers off, as `serve` and `up` run it: the app alone decides which forwarded
+    # addresses to believe (REPLYGUARD_TRUSTED_PROXIES).
+    config = uvicorn.Config(api, log_level=log_level, log_config=None, lifespan="off", proxy_headers=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -66,7 +69,7 @@ def tenant(base: App, workspace: str, email: str) -> Tenant:
     workspace_id = app.init_database() if app is not base else base.workspace_id
     with app.uow() as uow:
         add_user(uow, email, PASSWORD, name=email.split("@", maxsplit=1)[0].title())
-        _view, token = create_token(uow, f"tests {workspace}", "tests")
+        _view, token = create_token(uow, f"tests {workspace}", Principal.operator("tests"), scope=Level.ADMIN)
         uow.commit()
     return Tenant(app, workspace_id, email, token)
 

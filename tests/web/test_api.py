@@ -40,7 +40,9 @@ def test_a_campaign_from_toml_to_an_approved_step_on_the_lead_timeline(site: Sit
         campaign_id = created.json()["campaign_id"]
 
         imported = api.post(
-            "/api/v1/leads/import", data={"product": "Atlas"}, files={"file": ("leads.csv", CSV, "text/csv")}
+            "/api/v1/leads/import",
+            data={"product": "Atlas", "create_product": "true"},
+            files={"file": ("leads.csv", CSV, "text/csv")},
         )
         assert imported.status_code == 200
         assert imported.json()["created"] == 2
@@ -82,7 +84,9 @@ def test_a_campaign_file_with_an_error_is_refused_with_the_field_named(site: Sit
 def test_lead_search_takes_percent_and_underscore_literally(site: Site) -> None:
     with api_client(site.base, site.alpha.token) as api:
         api.post(
-            "/api/v1/leads/import", data={"product": "Atlas"}, files={"file": ("l.csv", CSV, "text/csv")}
+            "/api/v1/leads/import",
+            data={"product": "Atlas", "create_product": "true"},
+            files={"file": ("l.csv", CSV, "text/csv")},
         )
 
         def emails(q: str) -> list[str]:
@@ -118,7 +122,7 @@ def test_an_inbound_message_is_listed_and_its_html_comes_back_sanitised(site: Si
 
 def test_a_token_can_make_and_revoke_tokens_and_a_revoked_one_stops_working(site: Site) -> None:
     with api_client(site.base, site.alpha.token) as api:
-        made = api.post("/api/v1/tokens", json={"name": "ci"})
+        made = api.post("/api/v1/tokens", json={"name": "ci", "scope": "write"})
         assert made.status_code == 201
         secret, token_id = made.json()["secret"], made.json()["token"]["id"]
         assert all("secret" not in t for t in api.get("/api/v1/tokens").json())

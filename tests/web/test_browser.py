@@ -72,7 +72,8 @@ def test_import_create_enroll_approve_and_the_lead_timeline_shows_it(
     leads = tmp_path / "leads.csv"
     leads.write_text(LEADS)
     page.goto(f"{base}/leads/import")
-    page.fill("#product", "Atlas")
+    page.select_option("#product", label="A new product (name it below)")  # never from a typo
+    page.fill("#new_product", "Atlas")
     page.set_input_files("#file", str(leads))
     page.click("button:has-text('Import')")
     expect(page.locator("#import-result")).to_contain_text("2 created, 0 updated, 1 row skipped")
@@ -86,7 +87,8 @@ def test_import_create_enroll_approve_and_the_lead_timeline_shows_it(
     page.goto(f"{base}/campaigns/new")
     page.set_input_files("#file", str(campaign))
     page.click("button:has-text('Create campaign')")
-    expect(page).to_have_url(re.compile(r"/campaigns/\d+\?notice=created"))
+    expect(page).to_have_url(re.compile(r"/campaigns/\d+$"))  # the message is in the session
+    expect(page.locator("[data-flash]")).to_have_text("Campaign created. Enroll leads below.")
     expect(page.locator("h1")).to_have_text("Atlas launch")
 
     # Enroll every lead of the product: step 1 waits for approval.

@@ -55,7 +55,7 @@ def test_users_add_reads_the_password_from_stdin_and_refuses_a_second_time(works
     again = run(workspace, "users", "add", "ann@alpha.test", stdin=PASSWORD + "\n")
     assert again.returncode == 1 and again.stderr.count("\n") == 1 and "already exists" in again.stderr
     short = run(workspace, "users", "add", "bob@alpha.test", stdin="short\n")
-    assert short.returncode == 1 and "at least 8" in short.stderr
+    assert short.returncode == 1 and "at least 12" in short.stderr
     listed = run(workspace, "users", "list")
     assert "ann@alpha.test" in listed.stdout and "never signed in" in listed.stdout
 

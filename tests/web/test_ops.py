@@ -94,5 +94,25 @@ def test_readyz_says_ready_at_head_and_not_when_migrations_are_pending(app: App)
         finally:
             with app.engine.begin() as conn:
                 conn.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": head})
-    assert ready.status_code == 200 and ready.json()["status"] == "ready"
-    assert pending.status_code == 503 and pending.json()["status"] == "migrations pending"
+    assert ready.status_code == 200 and ready.json() == {"status": "ready"}  # nothing more
+    assert pending.status_code == 503 and pending.json() == {"status": "not ready"}
+
+
+def test_readyz_says_why_only_to_the_metrics_token(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REPLYGUARD_METRICS_TOKEN", "s3cret-scrape-token")
+    operator = {"Authorization": "Bearer s3cret-scrape-token"}
+    with serving(create_app(app)) as base, httpx.Client(base_url=base) as client:
+        with app.engine.begin() as conn:
+            head = conn.scalar(text("SELECT version_num FROM alembic_version"))
+        assert client.get("/readyz", headers=operator).json() == {"status": "ready", "revision": head}
+        with app.engine.begin() as conn:
+            conn.execute(text("UPDATE alembic_version SET version_num = '0003_nonces'"))
+        try:
+            stranger = client.get("/readyz", headers={"Authorization": "Bearer nope"})
+            told = client.get("/readyz", headers=operator)
+        finally:
+            with app.engine.begin() as conn:
+                conn.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": head})
+    assert stranger.json() == {"status": "not ready"}
+    assert told.status_code == 503 and told.json()["reason"] == "migrations pending"
+    assert told.json()["database"] == "0003_nonces" and told.json()["code"] == [head]

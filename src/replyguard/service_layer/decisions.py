@@ -21,6 +21,7 @@ from replyguard.domain.intent import Intent
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.states import IllegalTransition, ReplyState, StepState, ThreadState, check_thread_move
 from replyguard.service_layer import decisions_holds as holds
+from replyguard.service_layer.accounts import AccountError, workspace_member
 from replyguard.service_layer.decision_base import (
     DecisionError,
     DecisionResult,
@@ -191,8 +192,11 @@ def _not_a_reply(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Setting
 
 def _assign(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Settings) -> DecisionResult:
     if not r.to or not r.to.strip():
-        raise DecisionError("assign needs a person (--to NAME or EMAIL)")
-    thread.assignee = r.to.strip()[:320]
+        raise DecisionError("assign needs a person (--to EMAIL of a user of the workspace)")
+    try:
+        thread.assignee = workspace_member(uow, r.to)  # a user of this workspace, never any text
+    except AccountError as exc:
+        raise DecisionError(str(exc)) from None
     return DecisionResult(thread.id, r.action, f"assigned to {thread.assignee}")
 
 

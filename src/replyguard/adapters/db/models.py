@@ -567,6 +567,10 @@ class User(Base):
     created_at: Mapped[datetime]
     last_login_at: Mapped[datetime | None]
     disabled_at: Mapped[datetime | None]
+    # owner | admin | member | readonly (domain/access.py: what each may do)
+    role: Mapped[str] = mapped_column(String(20), default="member", server_default="member")
+    # Set by an admin's reset: the person chooses their own before anything else.
+    must_change_password: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class WebSession(Base):
@@ -582,6 +586,11 @@ class WebSession(Base):
     created_at: Mapped[datetime]
     last_seen_at: Mapped[datetime]
     expires_at: Mapped[datetime] = mapped_column(index=True)
+    # What the person sees in their list of sessions, to recognise one.
+    user_agent: Mapped[str | None] = mapped_column(String(200))
+    ip: Mapped[str | None] = mapped_column(String(64))
+    # Messages shown once on the next page (after a redirect), never carried in the URL.
+    flash: Mapped[list[Any] | None] = mapped_column(JSON)
 
 
 class ApiToken(Base):
@@ -599,6 +608,13 @@ class ApiToken(Base):
     created_at: Mapped[datetime]
     last_used_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
+    scope: Mapped[str] = mapped_column(String(10), default="read", server_default="read")  # read|write|admin
+    expires_at: Mapped[datetime | None]
+    # The person it acts for (never more than their role; dies with their account); none: the
+    # operator's, made at the command line.
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), index=True)
+    # The token whose credentials made this one: it dies with it (service_layer/api_tokens.py).
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id"), index=True)
 
 
 class LoginAttempt(Base):
@@ -610,12 +626,30 @@ class LoginAttempt(Base):
     __table_args__ = (
         Index("ix_login_attempts_account_at", "account_key", "at"),
         Index("ix_login_attempts_ip_at", "ip", "at"),
+        Index("ix_login_attempts_account_client_at", "account_key", "client", "at"),
     )
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     account_key: Mapped[str] = mapped_column(String(64))
     ip: Mapped[str] = mapped_column(String(64))
+    # Who tried, for the per-(account, client) wait: "device:<digest>" for a browser that
+    # signed in to this account before, "ip:<address>" otherwise.
+    client: Mapped[str] = mapped_column(String(80), default="", server_default="")
     succeeded: Mapped[bool] = mapped_column(Boolean)
     at: Mapped[datetime] = mapped_column(index=True)
+
+
+class LoginDevice(Base):
+    """A browser that signed in to an account: its `rg_device` cookie (a random value, kept as
+    SHA-256) lets it past the account-wide limit that strangers' failures can raise
+    (domain/throttle.py)."""
+
+    __tablename__ = "login_devices"
+    __table_args__ = (UniqueConstraint("token_hash", "account_key"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    account_key: Mapped[str] = mapped_column(String(64), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    last_used_at: Mapped[datetime]
 
 
 class AuditRun(Base):

@@ -56,7 +56,9 @@ def register(app: typer.Typer) -> None:
                     create_app(instance),
                     host=host,
                     port=port,
-                    proxy_headers=True,
+                    # The app decides whom to believe (REPLYGUARD_TRUSTED_PROXIES), not uvicorn's
+                    # default of trusting any X-Forwarded-For from loopback.
+                    proxy_headers=False,
                     log_config=None if log_format or instance.simulated else uvicorn.config.LOGGING_CONFIG,
                 )
         finally:

@@ -262,7 +262,9 @@ def threads_resolve(
 def threads_assign(
     ctx: typer.Context,
     thread_id: ThreadId,
-    to: Annotated[str, typer.Option("--to", help="The person who takes the thread (a name or address).")],
+    to: Annotated[
+        str, typer.Option("--to", help="The user of the workspace who takes the thread (their address).")
+    ],
     by: By = None,
     as_json: AsJson = False,
 ) -> None:

@@ -203,8 +203,9 @@ def _web(instance: App, sock: socket.socket) -> Run:
     logging.getLogger("uvicorn.access").addFilter(RedactSecrets())
 
     def run(stop: threading.Event) -> None:
+        # proxy_headers off: the app believes only REPLYGUARD_TRUSTED_PROXIES (entrypoints/web).
         config = uvicorn.Config(
-            api, log_config=None, proxy_headers=True, timeout_graceful_shutdown=10, lifespan="off"
+            api, log_config=None, proxy_headers=False, timeout_graceful_shutdown=10, lifespan="off"
         )
         server = uvicorn.Server(config)
 

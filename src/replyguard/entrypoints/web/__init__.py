@@ -3,10 +3,18 @@
 
 `install(api, app)` adds everything to an existing FastAPI application; the webhooks and
 one-click unsubscribe stay where they are.
+
+Errors become pages with the navigation (404, 403, 409, 500, ...) or, under the machine
+prefixes, JSON; a bug is a styled 500 page that says nothing of its cause (the log has it).
+Behind reverse proxies named in REPLYGUARD_TRUSTED_PROXIES, and only then, the client address
+and scheme are read from X-Forwarded-For and X-Forwarded-Proto (uvicorn's own middleware,
+added here so that the app decides whatever server runs it: `serve`, `up` and the tests all
+start uvicorn with its proxy headers off).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -22,15 +30,23 @@ from prometheus_client import CollectorRegistry
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from replyguard import __version__
 from replyguard.bootstrap import App
+from replyguard.domain.access import AccessDenied
 from replyguard.entrypoints.web import api, ops, pages
 from replyguard.entrypoints.web.config import WebSettings
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.middleware import SecurityHeaders
 from replyguard.entrypoints.web.render import Renderer
-from replyguard.entrypoints.web.security import CsrfRefused, LoginRequired, make_guards
+from replyguard.entrypoints.web.security import (
+    CsrfRefused,
+    Guards,
+    LoginRequired,
+    PasswordChangeRequired,
+    make_guards,
+)
 from replyguard.service_layer.queries import NotFound
 
 __all__ = ["WebSettings", "install"]
@@ -60,9 +76,11 @@ def install(api_app: FastAPI, app: App, settings: WebSettings | None = None) -> 
     swagger = Path(fastapi_offline.__file__).parent / "static"
     api_app.mount("/docs-assets", StaticFiles(directory=swagger), name="docs-assets")
     _openapi(api_app, ctx)
-    _errors(api_app, ctx)
+    _errors(api_app, ctx, guards)
     api_app.add_middleware(ops.HttpMetrics, registry=registry)
     api_app.add_middleware(SecurityHeaders)
+    if ctx.settings.trusted_proxies:
+        api_app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(ctx.settings.trusted_proxies))
 
 
 def _openapi(api_app: FastAPI, ctx: WebContext) -> None:
@@ -98,10 +116,26 @@ def _machine(request: Request) -> bool:
     return request.url.path.startswith(MACHINE_PREFIXES)
 
 
-def _errors(api_app: FastAPI, ctx: WebContext) -> None:
+TITLES = {
+    400: "Not understood",
+    403: "Not allowed",
+    404: "Not found",
+    409: "Changed meanwhile",
+    413: "Too large",
+    429: "Too many requests",
+    500: "Something went wrong",
+    503: "Unavailable",
+}
+
+
+def _errors(api_app: FastAPI, ctx: WebContext, guards: Guards) -> None:
     def error_page(request: Request, status: int, message: str) -> Response:
-        viewer = getattr(request.state, "viewer", None)
-        context = {"viewer": viewer, "status": status, "message": message}
+        try:
+            viewer = guards.optional_viewer(request)
+        except Exception:  # a broken database must not turn an error page into another error
+            viewer = None
+        title = TITLES.get(status, "Error")
+        context = {"viewer": viewer, "status": status, "title": title, "message": message}
         return ctx.renderer.page(request, "error.html", context, status=status)
 
     @api_app.exception_handler(LoginRequired)
@@ -113,6 +147,27 @@ def _errors(api_app: FastAPI, ctx: WebContext) -> None:
     def csrf_refused(request: Request, _exc: Exception) -> Response:
         return error_page(
             request, 403, "This form expired or did not come from this site. Reload the page and try again."
+        )
+
+    @api_app.exception_handler(PasswordChangeRequired)
+    def password_change(_request: Request, _exc: Exception) -> Response:
+        return RedirectResponse("/account", status_code=303)
+
+    @api_app.exception_handler(AccessDenied)
+    def denied(request: Request, exc: Exception) -> Response:
+        if _machine(request):
+            return JSONResponse({"detail": str(exc)}, status_code=403)
+        return error_page(request, 403, f"{exc}. Ask an admin of this workspace.")
+
+    @api_app.exception_handler(Exception)
+    def bug(request: Request, exc: Exception) -> Response:
+        # Starlette logs the traceback after this answer; the person gets no detail of it.
+        if _machine(request):
+            return JSONResponse({"detail": "internal error"}, status_code=500)
+        return error_page(
+            request,
+            500,
+            "This is a bug in replyguard, and it is logged. Go back and try again, or report it.",
         )
 
     @api_app.exception_handler(NotFound)
@@ -133,5 +188,9 @@ def _errors(api_app: FastAPI, ctx: WebContext) -> None:
     def invalid(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
         if _machine(request):
-            return JSONResponse({"detail": jsonable_encoder(exc.errors())}, status_code=422)
+            # ASCII-escaped: the errors echo the input, which may hold what UTF-8 cannot carry
+            # (an unpaired surrogate sent as \ud800 in JSON); the default encoder would fail
+            # inside this handler and reset the connection.
+            body = json.dumps({"detail": jsonable_encoder(exc.errors())}, ensure_ascii=True, default=str)
+            return Response(body, status_code=422, media_type="application/json")
         return error_page(request, 400, "The request was not understood: a field is missing or malformed.")

@@ -10,6 +10,7 @@ class NavItem:
     key: str
     label: str
     href: str
+    capability: str = "read"  # shown to those who have it (domain/access.py)
 
 
 NAV: tuple[NavItem, ...] = (
@@ -21,6 +22,7 @@ NAV: tuple[NavItem, ...] = (
     NavItem("reports", "Reports", "/reports"),
     NavItem("audit", "Audit", "/audit"),
     NavItem("settings", "API tokens", "/settings/tokens"),
+    NavItem("users", "Users", "/settings/users", "users"),
 )
 
 #: Where a person lands after signing in: the Reply Rescue inbox, what waits for them.

@@ -1,5 +1,9 @@
 """/metrics (Prometheus) and /readyz (the database answers and is at the newest migration).
 
+/readyz says "ready" (200) or "not ready" (503) and nothing more, unless it is asked with the
+metrics token: then why, and which migration the database and the code are at. A stranger
+learns neither the version nor the database's errors.
+
 /metrics reads the database at scrape time (see service_layer/queries/ops.py for why) and
 adds this process's own HTTP counters. It answers a bearer token when
 REPLYGUARD_METRICS_TOKEN is set, and otherwise loopback clients only: the numbers cover
@@ -152,28 +156,38 @@ def router(ctx: WebContext, registry: CollectorRegistry) -> APIRouter:
     registry.register(DatabaseCollector(ctx))
     heads = code_heads()
 
+    def operator(request: Request) -> bool:
+        """Does the request carry the metrics token (when one is set)?"""
+        token = ctx.settings.metrics_token
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        return bool(token) and scheme.lower() == "bearer" and same_secret(given.strip(), token or "")
+
     @routes.get("/metrics")
     def metrics(request: Request) -> Response:
-        token = ctx.settings.metrics_token
-        if token:
-            scheme, _, given = request.headers.get("authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not same_secret(given.strip(), token):
+        if ctx.settings.metrics_token:
+            if not operator(request):
                 raise HTTPException(404)
         elif not _loopback(request):
             raise HTTPException(404)
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     @routes.get("/readyz")
-    def readyz() -> JSONResponse:
+    def readyz(request: Request) -> JSONResponse:
+        details = operator(request)
         try:
             with ctx.scoped.installation() as uow:
                 uow.session.execute(text("SELECT 1"))
                 revision = database_revision(uow)
         except SQLAlchemyError as exc:
-            return JSONResponse({"status": "database unreachable", "error": exc.__class__.__name__}, 503)
+            down = {"reason": "database unreachable", "error": exc.__class__.__name__}
+            return JSONResponse({"status": "not ready", **(down if details else {})}, 503)
         if revision not in heads:
-            body = {"status": "migrations pending", "database": revision, "code": sorted(heads)}
-            return JSONResponse(body, 503)
-        return JSONResponse({"status": "ready", "revision": revision})
+            why: dict[str, object] = {
+                "reason": "migrations pending",
+                "database": revision,
+                "code": sorted(heads),
+            }
+            return JSONResponse({"status": "not ready", **(why if details else {})}, 503)
+        return JSONResponse({"status": "ready", **({"revision": revision} if details else {})})
 
     return routes

@@ -14,6 +14,7 @@ from starlette.responses import HTMLResponse
 
 from replyguard.domain.clock import Clock
 from replyguard.entrypoints.web.nav import NAV
+from replyguard.entrypoints.web.products import NEW_PRODUCT
 
 #: Pages run our own script and stylesheet only. `img-src data:` is for the inline SVG icons.
 CSP = (
@@ -143,7 +144,7 @@ class Renderer:
             lstrip_blocks=True,
         )
         self.env.filters.update(badge=badge_class, label=label, when=when, duration=duration, instant=instant)
-        self.env.globals.update(nav=NAV, simulated_clock=_simulated_note(simulated))
+        self.env.globals.update(nav=NAV, NEW_PRODUCT=NEW_PRODUCT, simulated_clock=_simulated_note(simulated))
 
     def page(
         self,
@@ -162,8 +163,20 @@ class Renderer:
             params = {k: v for k, v in params.items() if v != ""}
             return f"{request.url.path}?{urlencode(params)}" if params else request.url.path
 
+        flash = getattr(request.state, "flash", ())
         html = self.env.get_template(template).render(
-            {"request_path": request.url.path, "url_with": url_with, "viewer": None, "active": "", **context}
+            {
+                "request_path": request.url.path,
+                "url_with": url_with,
+                "viewer": None,
+                "active": "",
+                "flash": flash,
+                **context,
+            }
         )
+        if flash:
+            # Shown once: the session forgets them now (entrypoints/web/security.py).
+            request.state.flash_shown()
+            request.state.flash = ()
         all_headers = {"Content-Security-Policy": csp, "Cache-Control": "no-store", **(headers or {})}
         return HTMLResponse(html, status_code=status, headers=all_headers)

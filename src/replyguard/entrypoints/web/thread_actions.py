@@ -105,6 +105,8 @@ _FORMS: dict[str, ActionForm] = {
 #: Shown in their own places on the page: the other products, and assign/snooze/done.
 ELSEWHERE = frozenset({"pause_others", "leave_others", "done", "reopen", "assign", "snooze"})
 ALL_ACTIONS = frozenset(_FORMS) | ELSEWHERE
+#: Decisions that say until when: refused without a date (never a silent default).
+DATED = frozenset({"pause_until", "pause_others", "snooze"})
 
 
 def forms_for(actions: list[str]) -> list[ActionForm]:
@@ -157,6 +159,9 @@ def decision_request(
         raise BadDecision(f"unknown action {action[:40]!r}")
     day = _day(until) if until not in (None, "") else None
     when = _instant(until_at) if until_at not in (None, "") else None
+    if name in DATED and day is None and when is None:
+        # A pause with no date used to mean "a week" without saying so: the person names it.
+        raise BadDecision(f"{name.replace('_', ' ')} needs a date")
     if day is not None and not now.date() <= day <= (now + FURTHEST).date():
         raise BadDecision("the date must be from today to three years from now")
     if when is not None and not now <= when <= now + FURTHEST:

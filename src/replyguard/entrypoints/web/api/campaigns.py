@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 
+from replyguard.domain.access import Capability
 from replyguard.domain.campaign_spec import CampaignSpecError
 from replyguard.entrypoints.web.api import schemas as s
 from replyguard.entrypoints.web.context import WebContext
@@ -25,7 +26,10 @@ QueueState = Literal[
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter(tags=["campaigns"])
-    Token = Annotated[Caller, Depends(guards.caller)]
+    Token = Annotated[Caller, Depends(guards.api(Capability.READ))]
+    Creator = Annotated[Caller, Depends(guards.api(Capability.CAMPAIGNS))]
+    Approver = Annotated[Caller, Depends(guards.api(Capability.APPROVE))]
+    Enroller = Annotated[Caller, Depends(guards.api(Capability.LEADS))]
 
     @routes.get("/campaigns", response_model=list[s.CampaignRow])
     def list_campaigns(caller: Token) -> list[q.CampaignRow]:
@@ -33,7 +37,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             return q.list_campaigns(uow)
 
     @routes.post("/campaigns", response_model=s.CampaignCreated, status_code=201)
-    def create_campaign_from_toml(caller: Token, body: s.CampaignSource) -> object:
+    def create_campaign_from_toml(caller: Creator, body: s.CampaignSource) -> object:
         """Create a campaign from its TOML file. An identical file again changes nothing."""
         try:
             with ctx.scoped.write(caller.workspace_id) as uow:
@@ -104,7 +108,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         )
 
     @routes.post("/campaigns/{campaign_id}/approve", response_model=s.Approved)
-    def approve_steps(caller: Token, campaign_id: ObjectId, body: s.Approve) -> s.Approved:
+    def approve_steps(caller: Approver, campaign_id: ObjectId, body: s.Approve) -> s.Approved:
         """Approve waiting steps: the listed ones, or all (optionally only at one position)."""
         with ctx.scoped.write(caller.workspace_id) as uow:
             count = approve_in_campaign(
@@ -114,7 +118,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return s.Approved(approved=count)
 
     @routes.post("/campaigns/{campaign_id}/enroll", response_model=s.Enrolled)
-    def enroll_leads(caller: Token, campaign_id: ObjectId, body: s.Enroll) -> s.Enrolled:
+    def enroll_leads(caller: Enroller, campaign_id: ObjectId, body: s.Enroll) -> s.Enrolled:
         """Enroll the product's leads not yet in the campaign (or one lead by email)."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             name = q.campaign_detail(uow, campaign_id).name

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 
+from replyguard.domain.access import Capability
 from replyguard.entrypoints.web.api import schemas as s
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId, PageNumber, PerPage
@@ -21,7 +22,7 @@ Status = Literal[
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter(tags=["inbound"])
-    Token = Annotated[Caller, Depends(guards.caller)]
+    Token = Annotated[Caller, Depends(guards.api(Capability.READ))]
 
     @routes.get("/inbound", response_model=s.PageOf[s.InboundRow])
     def list_inbound_messages(

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, UploadFile
 
+from replyguard.domain.access import Capability
 from replyguard.domain.leads_csv import LeadFileError, read_leads
 from replyguard.entrypoints.web.api import schemas as s
 from replyguard.entrypoints.web.context import WebContext
@@ -14,13 +15,15 @@ from replyguard.entrypoints.web.security import Caller, Guards
 from replyguard.entrypoints.web.uploads import read_upload
 from replyguard.service_layer.bulk import import_in_chunks
 from replyguard.service_layer.queries import leads as q
+from replyguard.service_layer.queries.products import ProductNotFound, require_product
 
 LeadState = Literal["active", "replied", "out_of_office", "held", "bounced", "unsubscribed", "stopped"]
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter(tags=["leads"])
-    Token = Annotated[Caller, Depends(guards.caller)]
+    Token = Annotated[Caller, Depends(guards.api(Capability.READ))]
+    Importer = Annotated[Caller, Depends(guards.api(Capability.LEADS))]
 
     @routes.get("/leads", response_model=s.PageOf[s.LeadRow])
     def search_leads(
@@ -36,14 +39,24 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
 
     @routes.post("/leads/import", response_model=s.Imported)
     def import_leads_csv(
-        caller: Token,
+        caller: Importer,
         product: Annotated[str, Form(min_length=1, max_length=200)],
         file: Annotated[UploadFile, File(description="CSV with an email column")],
+        create_product: Annotated[
+            bool, Form(description="Create the product if there is none of that name (else: 422)")
+        ] = False,
     ) -> s.Imported:
-        """Import a CSV as leads of a product. Bad rows are skipped and listed with their line."""
+        """Import a CSV as leads of a product, which must exist unless `create_product`: a typo
+        never becomes a new product. Bad rows are skipped and listed with their line."""
         product = " ".join(product.split())
         if not product:
             raise HTTPException(422, "product: a name is required")
+        if not create_product:
+            try:
+                with ctx.scoped.read(caller.workspace_id) as uow:
+                    require_product(uow, product)
+            except ProductNotFound as exc:
+                raise HTTPException(422, f"{exc}: check the name, or send create_product=true") from None
         try:
             rows = list(read_leads(read_upload(file, ctx.settings.max_upload_bytes)))
         except LeadFileError as exc:

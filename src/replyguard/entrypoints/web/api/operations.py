@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 
+from replyguard.domain.access import Capability
 from replyguard.domain.inbound.status import IllegalInboundMove
 from replyguard.entrypoints.web.api import schemas as s
 from replyguard.entrypoints.web.context import WebContext
@@ -23,7 +24,9 @@ from replyguard.service_layer.queries import mailboxes as mq
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter()
-    Token = Annotated[Caller, Depends(guards.caller)]
+    Token = Annotated[Caller, Depends(guards.api(Capability.READ))]
+    MailboxAdmin = Annotated[Caller, Depends(guards.api(Capability.MAILBOXES))]
+    Retrier = Annotated[Caller, Depends(guards.api(Capability.INBOUND))]
 
     @routes.get("/audit/runs", response_model=list[s.AuditRunLine], tags=["audit"])
     def audit_runs(
@@ -48,7 +51,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             return mq.list_mailboxes(uow)
 
     @routes.post("/mailboxes/{mailbox_id}/resume", response_model=s.Resumed, tags=["mailboxes"])
-    def resume(caller: Token, mailbox_id: ObjectId) -> s.Resumed:
+    def resume(caller: MailboxAdmin, mailbox_id: ObjectId) -> s.Resumed:
         """The cause is fixed: the mailbox sends again."""
         with ctx.scoped.write(caller.workspace_id) as uow:
             resumed = resume_mailbox(uow, mq.mailbox_address(uow, mailbox_id))
@@ -61,7 +64,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         tags=["inbound"],
         responses={409: {"description": "The message was processed already; its outcome stands"}},
     )
-    def retry_inbound(caller: Token, inbound_id: ObjectId) -> s.RetryResult:
+    def retry_inbound(caller: Retrier, inbound_id: ObjectId) -> s.RetryResult:
         """Process a quarantined message again, once its cause is fixed."""
         try:
             [result] = retry(ctx.app_for(caller.workspace_id), [inbound_id])

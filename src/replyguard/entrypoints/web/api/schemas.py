@@ -28,6 +28,10 @@ class Me(Model):
     workspace_id: int
     token_id: int
     token_name: str
+    scope: str = Field(description="read, write or admin: what the token was given")
+    rights: str = Field(description="what it may do now: its scope, never more than its person's role")
+    user: str | None = Field(description="the address of the person it acts for; none: the operator's")
+    expires_at: datetime | None
 
 
 class CampaignRow(Model):
@@ -297,6 +301,10 @@ class Token(Model):
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None
+    scope: str = Field(description="read, write or admin")
+    expires_at: datetime | None
+    user: str | None = Field(description="the person it acts for; none: the operator's")
+    parent_id: int | None = Field(description="the token that made it: it dies with it")
 
 
 class ThreadRow(Model):

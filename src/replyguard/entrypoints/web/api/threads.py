@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 
+from replyguard.domain.access import Capability
 from replyguard.entrypoints.web.api import schemas as s
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.pages.threads import inbox_filter
@@ -26,7 +27,8 @@ Text = Annotated[str, Query(max_length=320)]
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter(tags=["threads"])
-    Token = Annotated[Caller, Depends(guards.caller)]
+    Token = Annotated[Caller, Depends(guards.api(Capability.READ))]
+    Actor = Annotated[Caller, Depends(guards.api(Capability.THREADS))]
     settings = ctx.app.settings
 
     def filters(
@@ -100,21 +102,21 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         response_model=s.DecisionOut,
         responses={409: {"description": "The decision does not apply to the thread as it is now"}},
     )
-    def decide_thread(caller: Token, thread_id: ObjectId, body: s.Decision) -> s.DecisionOut:
+    def decide_thread(caller: Actor, thread_id: ObjectId, body: s.Decision) -> s.DecisionOut:
         """A person's decision, recorded with the token's name as who decided. `resume` and the
         others that re-plan return the steps planned (`planned`)."""
         return apply(caller, thread_id, body)
 
     @routes.post("/threads/{thread_id}/assign", response_model=s.DecisionOut)
-    def assign_thread(caller: Token, thread_id: ObjectId, body: s.Assign) -> s.DecisionOut:
+    def assign_thread(caller: Actor, thread_id: ObjectId, body: s.Assign) -> s.DecisionOut:
         return apply(caller, thread_id, s.Decision(action="assign", to=body.to))
 
     @routes.post("/threads/{thread_id}/snooze", response_model=s.DecisionOut)
-    def snooze_thread(caller: Token, thread_id: ObjectId, body: s.Snooze) -> s.DecisionOut:
+    def snooze_thread(caller: Actor, thread_id: ObjectId, body: s.Snooze) -> s.DecisionOut:
         return apply(caller, thread_id, s.Decision(action="snooze", until_at=body.until))
 
     @routes.post("/threads/{thread_id}/done", response_model=s.DecisionOut)
-    def close_thread(caller: Token, thread_id: ObjectId) -> s.DecisionOut:
+    def close_thread(caller: Actor, thread_id: ObjectId) -> s.DecisionOut:
         return apply(caller, thread_id, s.Decision(action="done"))
 
     @routes.post(
@@ -122,7 +124,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         response_model=s.AnswerSent,
         responses={409: {"description": "Nothing may be sent from this thread (the detail says why)"}},
     )
-    def send_answer(caller: Token, thread_id: ObjectId, body: s.Answer) -> s.AnswerSent:
+    def send_answer(caller: Actor, thread_id: ObjectId, body: s.Answer) -> s.AnswerSent:
         """Send a person's answer from the thread's mailbox, threaded under their message.
         The same answer again (the same idempotency key, by default the same subject and text)
         sends nothing and says `duplicate`. Never resumes the sequence."""

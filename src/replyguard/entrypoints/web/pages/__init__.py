@@ -1,5 +1,6 @@
 """Server-rendered pages. Every router here but the sign-in one checks the session and, on
-unsafe methods, the form token (see `routers`)."""
+unsafe methods, the form token (see `routers`); every route declares the capability it needs
+(`guards.page(Capability.X)`, domain/access.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from fastapi import APIRouter, Depends
 
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.pages import (
+    account,
     audit,
     auth,
     campaign_new,
@@ -17,12 +19,26 @@ from replyguard.entrypoints.web.pages import (
     reports,
     threads,
     tokens,
+    users,
 )
 from replyguard.entrypoints.web.security import Guards
 
 
 def routers(ctx: WebContext, guards: Guards) -> list[APIRouter]:
     protected = APIRouter(dependencies=[Depends(guards.csrf)], include_in_schema=False)
-    for module in (threads, campaign_new, campaigns, leads, inbound, mailboxes, reports, audit, tokens):
+    modules = (
+        threads,
+        campaign_new,
+        campaigns,
+        leads,
+        inbound,
+        mailboxes,
+        reports,
+        audit,
+        tokens,
+        users,
+        account,
+    )
+    for module in modules:
         protected.include_router(module.router(ctx, guards))
     return [auth.router(ctx, guards), protected]

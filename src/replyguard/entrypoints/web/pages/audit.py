@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends
 from starlette.requests import Request
 from starlette.responses import Response
 
+from replyguard.domain.access import Capability
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Guards, Viewer
@@ -18,7 +19,7 @@ from replyguard.service_layer.queries import audit as aq
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter()
-    Who = Annotated[Viewer, Depends(guards.viewer)]
+    Who = Annotated[Viewer, Depends(guards.page(Capability.READ))]
 
     @routes.get("/audit")
     def audit_page(request: Request, who: Who) -> Response:

@@ -1,6 +1,12 @@
 """Signing in and out. The sign-in form has no session yet, so its CSRF token is a
 double-submit cookie: the form's hidden value must equal the `rg_login` cookie, which another
-site can neither read nor set."""
+site can neither read nor set.
+
+Sign-ins are throttled per (account, client) with growing waits, with wider limits per account
+and per client address that a browser which signed in before is exempt from
+(domain/throttle.py): its `rg_device` cookie, set at each successful sign-in. The client
+address is the connection's, or, behind a proxy listed in REPLYGUARD_TRUSTED_PROXIES, the one
+that proxy forwarded (entrypoints/web/__init__.py); never a header anyone can send."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
 
@@ -14,6 +20,7 @@ from starlette.responses import RedirectResponse, Response
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.nav import HOME
 from replyguard.entrypoints.web.security import (
+    DEVICE_COOKIE,
     LOGIN_COOKIE,
     SESSION_COOKIE,
     Guards,
@@ -22,6 +29,7 @@ from replyguard.entrypoints.web.security import (
     set_cookie,
 )
 from replyguard.service_layer.accounts import sign_in
+from replyguard.service_layer.login_throttle import DEVICE_LIFE
 from replyguard.service_layer.web_sessions import LONGEST, close_session, open_session
 
 
@@ -70,25 +78,30 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         cookie = request.cookies.get(LOGIN_COOKIE, "")
         if not cookie or not same_secret(login_token, cookie):
             return login_page(request, error="Your sign-in form expired. Please try again.", status=403)
+        ip, agent = client_ip(request), request.headers.get("user-agent", "")
         with ctx.scoped.installation(write=True) as uow:
-            outcome = sign_in(uow, email, password, client_ip(request), ctx.settings.login)
-            session = open_session(uow, outcome.user) if outcome.user else None
+            outcome = sign_in(
+                uow, email, password, ip, ctx.settings.login, device=request.cookies.get(DEVICE_COOKIE, "")
+            )
+            session = open_session(uow, outcome.user, user_agent=agent, ip=ip) if outcome.user else None
             uow.commit()
         if outcome.limited_for is not None:
-            minutes = max(1, round(outcome.limited_for.total_seconds() / 60))
+            seconds = int(outcome.limited_for.total_seconds()) + 1
+            wait = f"{seconds} seconds" if seconds < 120 else f"{round(seconds / 60)} minutes"
             response = login_page(
-                request,
-                error=f"Too many failed sign-ins. Try again in {minutes} minute{'s' * (minutes != 1)}.",
-                email=email,
-                status=429,
+                request, error=f"Too many failed sign-ins. Try again in {wait}.", email=email, status=429
             )
-            response.headers["Retry-After"] = str(int(outcome.limited_for.total_seconds()) + 1)
+            response.headers["Retry-After"] = str(seconds)
             return response
-        if session is None:
+        if session is None or outcome.user is None:
             return login_page(request, error="Wrong email or password.", email=email, status=401)
-        response = RedirectResponse(safe_next(next), status_code=303)
+        target = "/account" if outcome.user.must_change_password else safe_next(next)
+        response = RedirectResponse(target, status_code=303)
         set_cookie(
             ctx, request, response, SESSION_COOKIE, session.token, max_age=int(LONGEST.total_seconds())
+        )
+        set_cookie(
+            ctx, request, response, DEVICE_COOKIE, outcome.device, max_age=int(DEVICE_LIFE.total_seconds())
         )
         response.delete_cookie(LOGIN_COOKIE, path="/")
         return response

@@ -1,8 +1,10 @@
 """Creating a campaign: from its TOML file (uploaded or pasted) or from a form that writes
-the same TOML (domain/campaign_form.py)."""
+the same TOML (domain/campaign_form.py). The form picks an existing product or names a new
+one on purpose (entrypoints/web/products.py); the file names its product, as the CLI's."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, UploadFile
@@ -11,13 +13,16 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from replyguard.domain.access import Capability
 from replyguard.domain.campaign_form import CampaignFields, StepFields, campaign_toml
 from replyguard.domain.campaign_spec import CampaignSpecError
 from replyguard.domain.schedule import DAY_NAMES
 from replyguard.entrypoints.web.context import WebContext
-from replyguard.entrypoints.web.security import Guards, Viewer
+from replyguard.entrypoints.web.products import BadProduct, picked_product
+from replyguard.entrypoints.web.security import Guards, Viewer, flash
 from replyguard.entrypoints.web.uploads import read_upload
 from replyguard.service_layer.campaigns import create_campaign
+from replyguard.service_layer.queries.products import product_names
 
 FORM_STEPS = 5
 
@@ -46,11 +51,14 @@ def form_fields(form: FormData) -> tuple[CampaignFields, dict[str, Any]]:
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter()
-    Who = Annotated[Viewer, Depends(guards.viewer)]
+    Who = Annotated[Viewer, Depends(guards.page(Capability.CAMPAIGNS))]
 
     def render_new(request: Request, who: Viewer, *, status: int = 200, **extra: Any) -> Response:
+        with ctx.scoped.read(who.workspace_id) as uow:
+            products = product_names(uow)
         context = {"error": "", "source": "", "tab": "toml", "form": {}, **extra}
         context.update(viewer=who, active="campaigns", days=DAY_NAMES, step_slots=range(1, FORM_STEPS + 1))
+        context.update(products=products)
         return ctx.renderer.page(request, "campaign_new.html", context, status=status)
 
     def create(request: Request, who: Viewer, source: str, **again: Any) -> Response:
@@ -60,8 +68,11 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
                 uow.commit()
         except CampaignSpecError as exc:
             return render_new(request, who, error=str(exc), source=source, status=400, **again)
-        notice = "created" if created.created else "exists"
-        return RedirectResponse(f"/campaigns/{created.campaign_id}?notice={notice}", status_code=303)
+        if created.created:
+            flash(ctx, who, "Campaign created. Enroll leads below.")
+        else:
+            flash(ctx, who, "An identical campaign already existed: nothing changed.", "warn")
+        return RedirectResponse(f"/campaigns/{created.campaign_id}", status_code=303)
 
     @routes.get("/campaigns/new")
     def new_campaign_page(request: Request, who: Who, tab: str = "toml") -> Response:
@@ -88,9 +99,19 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             )
         return create(request, who, text, tab="toml")
 
+    def create_from_fields(
+        request: Request, who: Viewer, fields: CampaignFields, again: dict[str, Any]
+    ) -> Response:
+        try:
+            with ctx.scoped.read(who.workspace_id) as uow:
+                product, _new = picked_product(uow, fields.product, str(again.get("new_product", "")))
+        except BadProduct as exc:
+            return render_new(request, who, error=str(exc), tab="form", form=again, status=400)
+        return create(request, who, campaign_toml(replace(fields, product=product)), tab="form", form=again)
+
     @routes.post("/campaigns/new/form")
     async def create_from_form(request: Request, who: Who) -> Response:
         fields, again = form_fields(await request.form())
-        return await run_in_threadpool(create, request, who, campaign_toml(fields), tab="form", form=again)
+        return await run_in_threadpool(create_from_fields, request, who, fields, again)
 
     return routes

@@ -10,10 +10,11 @@ from fastapi import APIRouter, Depends, Form
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from replyguard.domain.access import Capability
 from replyguard.entrypoints.web.charts import activity_chart, sends_chart
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import BodyId, ObjectId
-from replyguard.entrypoints.web.security import Guards, Viewer
+from replyguard.entrypoints.web.security import Guards, Viewer, flash
 from replyguard.service_layer.approvals import approve_in_campaign
 from replyguard.service_layer.bulk import enroll_in_chunks
 from replyguard.service_layer.enrollment import EnrollReport
@@ -23,7 +24,9 @@ from replyguard.service_layer.queries.charts import reply_activity
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter()
-    Who = Annotated[Viewer, Depends(guards.viewer)]
+    Who = Annotated[Viewer, Depends(guards.page(Capability.READ))]
+    Approver = Annotated[Viewer, Depends(guards.page(Capability.APPROVE))]
+    Enroller = Annotated[Viewer, Depends(guards.page(Capability.LEADS))]
 
     def render_campaign(
         request: Request, who: Viewer, campaign_id: int, state: str, page: int, **extra: Any
@@ -35,7 +38,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             reasons = q.cancel_reasons(uow, campaign_id) if state == "cancelled" else None
             sends = q.sends_per_day(uow, campaign_id)
             activity = reply_activity(uow, days=30, campaign_id=campaign_id)[0]
-        context = {"notice": "", "approved": None, "enroll": None, **extra}
+        context = {"enroll": None, **extra}
         context.update(
             viewer=who,
             active="campaigns",
@@ -65,14 +68,12 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         campaign_id: ObjectId,
         state: str = "awaiting_approval",
         page: int = 1,
-        notice: str = "",
-        approved: int | None = None,
     ) -> Response:
-        return render_campaign(request, who, campaign_id, state, page, notice=notice, approved=approved)
+        return render_campaign(request, who, campaign_id, state, page)
 
     @routes.post("/campaigns/{campaign_id}/approve")
     def approve(
-        who: Who,
+        who: Approver,
         campaign_id: ObjectId,
         step_id: Annotated[list[BodyId], Form()] = [],  # noqa: B006 (FastAPI copies defaults)
         scope: Annotated[str, Form(max_length=20)] = "",
@@ -83,12 +84,15 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
                 uow, campaign_id, approver=who.email, step_ids=None if every else step_id
             )
             uow.commit()
-        target = f"/campaigns/{campaign_id}?state=awaiting_approval&approved={count}"
-        return RedirectResponse(target, status_code=303)
+        flash(ctx, who, f"{count} step{'' if count == 1 else 's'} approved.")
+        return RedirectResponse(f"/campaigns/{campaign_id}?state=awaiting_approval", status_code=303)
 
     @routes.post("/campaigns/{campaign_id}/enroll")
     def enroll(
-        request: Request, who: Who, campaign_id: ObjectId, email: Annotated[str, Form(max_length=320)] = ""
+        request: Request,
+        who: Enroller,
+        campaign_id: ObjectId,
+        email: Annotated[str, Form(max_length=320)] = "",
     ) -> Response:
         with ctx.scoped.read(who.workspace_id) as uow:
             name = q.campaign_detail(uow, campaign_id).name

@@ -11,11 +11,12 @@ from fastapi import APIRouter, Depends
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from replyguard.domain.access import Capability
 from replyguard.domain.inbound.status import IllegalInboundMove
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.sanitize import message_csp, sanitize_email_html
-from replyguard.entrypoints.web.security import Guards, Viewer
+from replyguard.entrypoints.web.security import Guards, Viewer, flash
 from replyguard.service_layer.quarantine import retry
 from replyguard.service_layer.queries import NotFound
 from replyguard.service_layer.queries import inbound as iq
@@ -23,7 +24,8 @@ from replyguard.service_layer.queries import inbound as iq
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter()
-    Who = Annotated[Viewer, Depends(guards.viewer)]
+    Who = Annotated[Viewer, Depends(guards.page(Capability.READ))]
+    Retrier = Annotated[Viewer, Depends(guards.page(Capability.INBOUND))]
 
     @routes.get("/inbound")
     def inbound_page(request: Request, who: Who, status: str = "unmatched", page: int = 1) -> Response:
@@ -37,19 +39,17 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return ctx.renderer.page(request, "inbound.html", context)
 
     @routes.get("/inbound/{inbound_id}")
-    def message_page(
-        request: Request, who: Who, inbound_id: ObjectId, images: int = 0, retried: str = ""
-    ) -> Response:
-        return render_message(request, who, inbound_id, images == 1, retried=retried[:40])
+    def message_page(request: Request, who: Who, inbound_id: ObjectId, images: int = 0) -> Response:
+        return render_message(request, who, inbound_id, images == 1)
 
     def render_message(
-        request: Request, who: Viewer, inbound_id: int, remote: bool, *, retried: str = "", error: str = ""
+        request: Request, who: Viewer, inbound_id: int, remote: bool, *, error: str = ""
     ) -> Response:
         with ctx.scoped.read(who.workspace_id) as uow:
             message = iq.inbound_message(uow, inbound_id)
         safe = sanitize_email_html(message.html, remote_images=remote) if message.html.strip() else None
         context = {"viewer": who, "active": "inbound", "m": message, "safe": safe, "remote": remote}
-        context.update(retryable=iq.RETRYABLE, retried=retried, error=error)
+        context.update(retryable=iq.RETRYABLE, error=error)
         return ctx.renderer.page(
             request,
             "inbound_message.html",
@@ -59,7 +59,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         )
 
     @routes.post("/inbound/{inbound_id}/retry")
-    def retry_message(request: Request, who: Who, inbound_id: ObjectId) -> Response:
+    def retry_message(request: Request, who: Retrier, inbound_id: ObjectId) -> Response:
         """A person fixed the cause of a quarantine: the message is processed again."""
         try:
             [result] = retry(ctx.app_for(who.workspace_id), [inbound_id])
@@ -68,7 +68,8 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         except IllegalInboundMove:
             error = "This message was processed already; its outcome stands."
             return render_message(request, who, inbound_id, False, error=error)
-        return RedirectResponse(f"/inbound/{inbound_id}?retried={result.status}", status_code=303)
+        flash(ctx, who, f"Processed again: now {result.status.replace('_', ' ')}.")
+        return RedirectResponse(f"/inbound/{inbound_id}", status_code=303)
 
     @routes.get("/suppressions")
     def suppressions_page(request: Request, who: Who, q: str = "", page: int = 1) -> Response:

@@ -9,10 +9,12 @@ from fastapi import APIRouter, Depends, File, Form, UploadFile
 from starlette.requests import Request
 from starlette.responses import Response
 
+from replyguard.domain.access import Capability
 from replyguard.domain.leads_csv import LeadFileError, read_leads
 from replyguard.domain.states import ReplyState
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
+from replyguard.entrypoints.web.products import BadProduct, picked_product
 from replyguard.entrypoints.web.security import Guards, Viewer
 from replyguard.entrypoints.web.uploads import read_upload
 from replyguard.service_layer.bulk import import_in_chunks
@@ -22,7 +24,8 @@ from replyguard.service_layer.queries.products import product_names
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter()
-    Who = Annotated[Viewer, Depends(guards.viewer)]
+    Who = Annotated[Viewer, Depends(guards.page(Capability.READ))]
+    Importer = Annotated[Viewer, Depends(guards.page(Capability.LEADS))]
 
     @routes.get("/leads")
     def leads_page(request: Request, who: Who, q: str = "", state: str = "", page: int = 1) -> Response:
@@ -35,36 +38,38 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     def render_import(request: Request, who: Viewer, *, status: int = 200, **extra: Any) -> Response:
         with ctx.scoped.read(who.workspace_id) as uow:
             products = product_names(uow)
-        context = {"error": "", "report": None, "product": "", "filename": "", **extra}
+        context = {"error": "", "report": None, "product": "", "new_product": "", "filename": "", **extra}
         context.update(viewer=who, active="leads", products=products)
         return ctx.renderer.page(request, "leads_import.html", context, status=status)
 
     @routes.get("/leads/import")
-    def import_page(request: Request, who: Who) -> Response:
+    def import_page(request: Request, who: Importer) -> Response:
         return render_import(request, who)
 
     @routes.post("/leads/import")
     def import_leads_file(
         request: Request,
-        who: Who,
+        who: Importer,
         product: Annotated[str, Form(max_length=200)] = "",
+        new_product: Annotated[str, Form(max_length=200)] = "",
         file: Annotated[UploadFile | None, File()] = None,
     ) -> Response:
-        product = " ".join(product.split())
-        if not product:
-            return render_import(request, who, error="Name the product these leads belong to.", status=400)
+        again = {"product": product, "new_product": new_product}
+        try:
+            with ctx.scoped.read(who.workspace_id) as uow:
+                name, _create = picked_product(uow, product, new_product)
+        except BadProduct as exc:
+            return render_import(request, who, error=str(exc), status=400, **again)
         if file is None or not file.filename:
-            return render_import(
-                request, who, error="Choose a CSV file to import.", product=product, status=400
-            )
+            return render_import(request, who, error="Choose a CSV file to import.", status=400, **again)
         data = read_upload(file, ctx.settings.max_upload_bytes)
         try:
             rows = list(read_leads(data))
         except LeadFileError as exc:
             error = f"{file.filename}: {exc}"
-            return render_import(request, who, error=error, product=product, status=400)
-        report = import_in_chunks(lambda: ctx.scoped.write(who.workspace_id), product, rows)
-        return render_import(request, who, report=report, product=product, filename=file.filename)
+            return render_import(request, who, error=error, status=400, **again)
+        report = import_in_chunks(lambda: ctx.scoped.write(who.workspace_id), name, rows)
+        return render_import(request, who, report=report, product=name, filename=file.filename)
 
     @routes.get("/leads/{lead_id}")
     def lead_page(request: Request, who: Who, lead_id: ObjectId) -> Response:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends
 from starlette.requests import Request
 from starlette.responses import Response
 
+from replyguard.domain.access import Capability
 from replyguard.entrypoints.web.charts import activity_chart, first_action_chart
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.security import Guards, Viewer
@@ -17,7 +18,7 @@ from replyguard.service_layer.queries.charts import first_action, reply_activity
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter()
-    Who = Annotated[Viewer, Depends(guards.viewer)]
+    Who = Annotated[Viewer, Depends(guards.page(Capability.READ))]
 
     @routes.get("/reports")
     def reports_page(request: Request, who: Who, days: int = 30) -> Response:

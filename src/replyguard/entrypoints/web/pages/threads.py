@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Form
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from replyguard.domain.access import Capability
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.sanitize import message_csp, sanitize_email_html
@@ -41,7 +42,8 @@ def inbox_filter(
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter()
-    Who = Annotated[Viewer, Depends(guards.viewer)]
+    Who = Annotated[Viewer, Depends(guards.page(Capability.READ))]
+    Actor = Annotated[Viewer, Depends(guards.page(Capability.THREADS))]
     settings = ctx.app.settings
 
     @routes.get("/inbox")
@@ -103,7 +105,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     @routes.post("/threads/{thread_id}/decide")
     def decide_on_thread(
         request: Request,
-        who: Who,
+        who: Actor,
         thread_id: ObjectId,
         action: Annotated[str, Form(max_length=40)] = "",
         until: Annotated[str, Form(max_length=40)] = "",
@@ -136,7 +138,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     @routes.post("/threads/{thread_id}/send")
     def send_answer(
         request: Request,
-        who: Who,
+        who: Actor,
         thread_id: ObjectId,
         body: Annotated[str, Form(max_length=100_000)] = "",
         subject: Annotated[str, Form(max_length=998)] = "",
