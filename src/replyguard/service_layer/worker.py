@@ -145,8 +145,12 @@ class Worker:
         report.recovered = self.recover()
         batches = 0
         while (max_batches is None or batches < max_batches) and not self.ctx.stopping():
+            deferred = report.deferred
             claims = self.claim(report)
             if not claims:
+                if report.deferred > deferred:
+                    # All it found had to wait (each now due later): more may be due behind.
+                    continue
                 break
             batches += 1
             size = self.app.settings.send_batch or (10 if self.transport.can_probe else 1)
