@@ -22,6 +22,7 @@ if str(ROOT) not in sys.path:
 from sqlalchemy import Connection
 
 from replyguard.domain.outgoing import OutgoingEmail
+from replyguard.domain.send_policy import SendLimits
 from replyguard.entrypoints.cli.app import main
 from replyguard.service_layer import worker as worker_module
 from replyguard.service_layer.send_guard import SendGuard
@@ -33,10 +34,13 @@ class BrokenSendGuard(SendGuard):
 
     def _recheck_many(
         self, conn: Connection, claims: list[Claim], results: dict[int, Any]
-    ) -> list[tuple[Claim, OutgoingEmail]]:
+    ) -> list[tuple[Claim, OutgoingEmail, SendLimits]]:
         ids = [claim.step_id for claim in claims]
         rows = {row.id: row for row in conn.execute(_SEND_ROWS.where(S.c.id.in_(ids)))}
-        return [(claim, self.ctx.email_from_row(rows[claim.step_id])) for claim in claims]
+        return [
+            (claim, self.ctx.email_from_row(rows[claim.step_id]), self.ctx.limits(rows[claim.step_id]))
+            for claim in claims
+        ]
 
 
 class BrokenGuardWorker(worker_module.Worker):

@@ -402,8 +402,9 @@ class Workers:
                 if slot.proc and slot.proc.poll() is None:
                     slot.proc.send_signal(signal.SIGCONT)
                     slot.proc.send_signal(signal.SIGTERM)
-        # A busy worker checks for SIGTERM only between rounds of 50 batches: after a short
-        # grace it is killed, one more kill the final recovery must clean up after.
+        # A worker stops within seconds of SIGTERM, but one whose email hangs on a faulty
+        # server has 5 s before that email is cut: after a shorter grace it is killed, one
+        # more kill the final recovery must clean up after.
         deadline = time.monotonic() + 3
         for slot in self.slots:
             assert slot.proc is not None

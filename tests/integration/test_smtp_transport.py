@@ -9,6 +9,8 @@ from __future__ import annotations
 import base64
 import logging
 import socket
+import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -300,6 +302,75 @@ def test_before_commit_raising_means_the_server_gets_nothing(server: RecordingSm
     # The server stays usable: the aborted session did not leave it in a bad state.
     assert transport_for(server).send(make_email()).outcome is Outcome.ACCEPTED
     assert len(server.accepted()) == 1
+
+
+# -- interrupted by a stopping worker (issue 20) ----------------------------------------------
+
+PATIENT = 3000.0  # seconds: a transport timeout no test waits for; only the cut ends these sends
+
+
+def _send_in_thread(transport: SmtpTransport) -> tuple[threading.Thread, list[Delivery]]:
+    got: list[Delivery] = []
+    thread = threading.Thread(target=lambda: got.append(transport.send(make_email())), daemon=True)
+    thread.start()
+    return thread, got
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, "the server never got that far"
+        time.sleep(0.01)  # polling the server's state, with a generous deadline
+
+
+@pytest.mark.parametrize(
+    ("server", "reached", "outcome", "taken"),
+    [
+        # Stuck at MAIL FROM: nothing can have been taken, so it is safe to send again later.
+        (lambda: RecordingSmtpServer(command_delay=PATIENT), lambda s: s.transactions, Outcome.TRANSIENT, 0),
+        # Stuck after the final dot: the server has it, the client cannot know.
+        (HangAfterDataServer, lambda s: s.accepted(), Outcome.UNKNOWN, 1),
+    ],
+    ids=["before-data", "after-the-final-dot"],
+)
+def test_interrupt_ends_the_send_of_that_thread_at_once_with_what_is_known(
+    server: Callable[[], SmtpTestServer],
+    reached: Callable[[SmtpTestServer], list[object]],
+    outcome: Outcome,
+    taken: int,
+) -> None:
+    with server() as stuck:
+        transport = transport_for(stuck, timeout=PATIENT)
+        thread, got = _send_in_thread(transport)
+        _until(lambda: len(reached(stuck)) == 1)
+        assert thread.ident is not None
+        transport.interrupt(thread.ident)
+        thread.join(60)
+        assert not thread.is_alive(), "the cut did not end the send"
+        assert [d.outcome for d in got] == [outcome], got
+        assert len(stuck.accepted()) == taken
+
+
+def test_an_interrupt_before_the_send_refuses_it_before_mail_from_then_is_spent(
+    server: RecordingSmtpServer,
+) -> None:
+    transport = transport_for(server)
+    transport.interrupt(threading.get_ident())
+    refused = transport.send(make_email())
+    assert refused.outcome is Outcome.TRANSIENT and "interrupted" in refused.detail
+    assert server.transactions == [] and server.accepted() == []
+    # The request was for that send: the thread's next one goes out as usual.
+    assert transport.send(make_email()).outcome is Outcome.ACCEPTED
+
+
+def test_an_interrupt_for_another_thread_leaves_this_send_alone(server: RecordingSmtpServer) -> None:
+    transport = transport_for(server)
+    other = threading.Thread(target=lambda: None)
+    other.start()
+    other.join()
+    assert other.ident is not None and other.ident != threading.get_ident()
+    transport.interrupt(other.ident)
+    assert transport.send(make_email()).outcome is Outcome.ACCEPTED
 
 
 # -- AUTH and TLS ---------------------------------------------------------------------------

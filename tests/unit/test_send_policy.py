@@ -10,10 +10,12 @@ import pytest
 from replyguard.domain.send_policy import (
     Next,
     SendCheck,
+    SendLimits,
     Stale,
     after_refusal,
     backoff,
     hand_over_deferral,
+    limits_deferral,
     recheck,
 )
 from replyguard.domain.smtp_answers import Blame
@@ -165,3 +167,43 @@ def test_a_paused_mailbox_waits_without_cancelling() -> None:
     assert recheck(replace(OK, mailbox_status="paused"), NOW) == SendRefusal(
         "the mailbox is paused", cancel=False
     )
+
+
+def _limits(**changes: object) -> SendLimits:
+    from zoneinfo import ZoneInfo
+
+    from replyguard.domain.schedule import SendWindow
+
+    utc = ZoneInfo("UTC")
+    window = SendWindow.parse(["mon", "tue", "wed", "thu", "fri"], "09:00", "17:00")
+    return replace(SendLimits(window, utc, utc, daily_cap=100), **changes)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({}, None),  # nothing changed since the claim
+        ({"daily_cap": 500}, None),  # a cap raised: the claim's count still holds
+        ({"daily_cap": 99}, NOW),  # lowered: back to the queue, the next claim counts it again
+        ({"mailbox_status": "paused"}, NOW),  # another worker's server refused the mailbox
+        ({"campaign_status": "paused"}, NOW),
+        ({"zone": "Asia/Tokyo"}, datetime(2026, 12, 9, 0, 0, tzinfo=UTC)),  # the lead's window: closed
+        ({"mailbox_zone": "Asia/Tokyo"}, NOW),  # the cap's day is now Wednesday: count it again
+    ],
+    ids=["same", "cap-raised", "cap-lowered", "mailbox-paused", "campaign-paused", "zone", "cap-day"],
+)
+def test_the_last_check_judges_the_settings_as_they_are_now(
+    changes: dict[str, object], expected: datetime | None
+) -> None:
+    from datetime import date
+    from zoneinfo import ZoneInfo
+
+    zoned = {k: ZoneInfo(v) if k.endswith("zone") else v for k, v in changes.items()}
+    assert limits_deferral(NOW, _limits(**zoned), date(2026, 12, 8), counted_cap=100) == expected
+
+
+def test_a_window_changed_since_the_claim_defers_to_its_next_opening() -> None:
+    from replyguard.domain.schedule import SendWindow
+
+    later = SendWindow.parse(["mon", "tue", "wed", "thu", "fri"], "16:00", "18:00")
+    assert limits_deferral(NOW, _limits(window=later), None, counted_cap=100) == NOW.replace(hour=16)

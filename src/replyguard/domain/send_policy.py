@@ -6,6 +6,8 @@
   a paused mailbox a person may lift).
 * `hand_over_deferral`: the window and the cap's day, checked again for each email right
   before it is handed over (the clock moves during a batch).
+* `limits_deferral`: the same, on the settings as they are at that moment (`SendLimits`: a
+  person may change the window, the cap or a pause while the email is on its way).
 * `after_refusal`: what a refused send leads to, given whose problem the refusal is.
 """
 
@@ -84,6 +86,41 @@ def hand_over_deferral(
     if not window.contains(now, zone):
         return window.next_open(now, zone)
     if send_day is not None and local_day(now, mailbox_zone) != send_day:
+        return now
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class SendLimits:
+    """The settings a person may change while an email is on its way, as read right before it
+    is handed over: the campaign's window (in the lead's zone) and status, and the mailbox's
+    daily cap, the zone whose days the cap counts, and its pause."""
+
+    window: SendWindow
+    zone: ZoneInfo  # the lead's
+    mailbox_zone: ZoneInfo
+    daily_cap: int
+    mailbox_status: str = "active"
+    campaign_status: str = "active"
+
+
+def limits_deferral(
+    now: datetime, limits: SendLimits, send_day: date | None, counted_cap: int
+) -> datetime | None:
+    """None: the email may be handed over now. Otherwise when to try again, judged on the
+    settings as they are now rather than as the claim saw them.
+
+    `send_day` and `counted_cap` are what the claim counted this email against: that day's
+    cap of the mailbox. A cap lowered since then no longer promises this email a slot, so it
+    goes back to the queue (now), where the next claim counts it against the new cap under
+    the mailbox's lock: the one place that counts a day's emails. A paused mailbox or campaign
+    gives it back too (the claim skips both until a person resumes them)."""
+    if limits.mailbox_status != "active" or limits.campaign_status != "active":
+        return now
+    later = hand_over_deferral(now, limits.window, limits.zone, send_day, limits.mailbox_zone)
+    if later is not None:
+        return later
+    if limits.daily_cap < counted_cap:
         return now
     return None
 

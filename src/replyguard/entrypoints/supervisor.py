@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -62,7 +63,9 @@ class Supervisor:
             pause = min(pause * 2, longest)
 
     def join(self, timeout: float) -> list[str]:
-        """Wait for every component to finish (after `stop`); the names still running."""
+        """Wait for every component to finish (after `stop`), `timeout` seconds in all; the
+        names still running then."""
+        deadline = time.monotonic() + timeout
         for thread in self._threads:
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - time.monotonic()))
         return [t.name for t in self._threads if t.is_alive()]

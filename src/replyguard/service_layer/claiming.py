@@ -8,8 +8,10 @@ The sequence invariants are enforced here, where a step becomes sendable:
 * spacing: a step goes out no sooner than its wait after the previous email really went out
   (after downtime, pauses, approvals and resumes too); if the plan said earlier, it is
   deferred to that moment.
-* the send window in the lead's zone and the mailbox's daily cap (under the mailbox row lock);
-  both are checked again for each email right before it is handed over (`send_guard.py`).
+* the send window in the lead's zone and the mailbox's daily cap (under the mailbox row lock),
+  read as they are now at every claim; both are checked again for each email right before it
+  is handed over, on the settings as they are then (`send_guard.py`): a cap lowered since the
+  claim gives the email back, and the next claim counts it here against the new cap.
 * a paused mailbox is not claimed from.
 """
 
@@ -73,6 +75,9 @@ class Claimer:
                     S.c.campaign_step_id,
                     C.c.id.label("campaign_id"),
                     C.c.timezone.label("campaign_tz"),
+                    C.c.window_days,
+                    C.c.window_start,
+                    C.c.window_end,
                     CT.c.timezone.label("contact_tz"),
                 )
                 .select_from(
@@ -123,7 +128,7 @@ class Claimer:
                     claim_rows.append({"sid": claim.step_id, "tok": claim.token, "day": None})
                     continue
                 zone = load_zone(row.contact_tz or row.campaign_tz)
-                window = ctx.window(conn, row.campaign_id)
+                window = ctx.window(row.window_days, row.window_start, row.window_end)
                 later = self._not_before(spacing.get(row.id), now, window, zone)
                 if later is not None:
                     deferrals.append({"sid": row.id, "due": later})
@@ -135,9 +140,7 @@ class Claimer:
                     deferrals.append({"sid": row.id, "due": later})
                     continue
                 usage[row.mailbox_id] += 1
-                claim = Claim(
-                    row.id, row.lead_id, uuid.uuid4().hex, row.mailbox_id, window, zone, day, mb_zone
-                )
+                claim = Claim(row.id, row.lead_id, uuid.uuid4().hex, row.mailbox_id, day, cap)
                 claims.append(claim)
                 claim_rows.append({"sid": claim.step_id, "tok": claim.token, "day": day})
             if deferrals:

@@ -10,7 +10,7 @@ from sqlalchemy import Connection, select, update
 from replyguard.adapters.transports.base import Probe
 from replyguard.domain.states import ReplyState, StepState, reply_move
 from replyguard.service_layer.holds import tell_crossed_send
-from replyguard.service_layer.worker_base import OUT, Fence, L, S, in_states
+from replyguard.service_layer.worker_base import OUT, Claim, Fence, L, S, in_states
 from replyguard.service_layer.worker_context import WorkerContext
 
 log = logging.getLogger(__name__)
@@ -53,18 +53,7 @@ class Recovery:
                     continue
                 recovered += 1
                 if step.state == StepState.CLAIMED:
-                    fence = Fence(row.id, step.claim_token, StepState.CLAIMED)
-                    conn.execute(
-                        update(S)
-                        .where(fence.to(StepState.SCHEDULED))
-                        .values(
-                            state=StepState.SCHEDULED,
-                            claim_token=None,
-                            lease_until=None,
-                            send_day=None,
-                            updated_at=now,
-                        )
-                    )
+                    ctx.give_back(conn, [Claim(row.id, row.lead_id, step.claim_token)])
                     ctx.event(conn, "claim_expired", row.lead_id, row.id)
                     continue
                 if step.state != StepState.SENDING:

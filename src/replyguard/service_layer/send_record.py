@@ -166,7 +166,7 @@ class Recorder:
                 until=handed.deferred_to.isoformat(),
                 detail=delivery.detail,
             )
-            return "deferred"
+            return "given_back" if handed.stopping else "deferred"
         if handed.aborted and step.cancel_requested:
             # Our last check saw the reply's cancel request: refused at the last moment.
             self._finish(conn, fence, claim, StepState.CANCELLED, delivery.detail)
@@ -338,9 +338,11 @@ class Recorder:
                 S.c.due_at,
                 CS.c.wait_seconds,
                 CS.c.wait_days,
-                E.c.campaign_id,
                 CT.c.timezone,
                 C.c.timezone.label("campaign_tz"),
+                C.c.window_days,
+                C.c.window_start,
+                C.c.window_end,
             )
             .select_from(
                 S.join(CS, CS.c.id == S.c.campaign_step_id)
@@ -363,7 +365,7 @@ class Recorder:
             due = plan_due(
                 now,
                 Wait.stored(nxt.wait_days, nxt.wait_seconds),
-                self.ctx.window(conn, nxt.campaign_id),
+                self.ctx.window(nxt.window_days, nxt.window_start, nxt.window_end),
                 load_zone(nxt.timezone or nxt.campaign_tz),
             )
             # Only a real delay moves the next step: rewriting an indexed column for a few

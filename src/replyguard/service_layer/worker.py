@@ -22,18 +22,27 @@ The worker is composed of one part per concern, sharing one `WorkerContext` (the
 the transport and the helpers that read and write rows under the same rules): `Claimer`
 (T1, claiming.py), `SendGuard` (T2, send_guard.py), which hands its results to the
 `Recorder` (T3, send_record.py), and `Recovery` (expired leases and pauses, recovery.py).
+
+Stopping. `stop` (an Event, set from a signal's thread) is looked at between emails and right
+before each point of no return: once it is set the worker claims nothing, hands nothing more
+over, and gives back at once every step it claimed and did not hand over (they keep their due
+time, so any worker sends them next). The email in the transport call finishes; if it is still
+there when the caller's grace is over, `interrupt` cuts its connection: cut before the
+server could take it, it goes back to the queue too; cut after the final dot, it is an
+unknown outcome, held for a person like any other.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
-from replyguard.adapters.transports.base import Transport
+from replyguard.adapters.transports.base import Interruptible, Transport
 from replyguard.service_layer.claiming import Claimer
 from replyguard.service_layer.recovery import Recovery
 from replyguard.service_layer.runtime import Runtime
@@ -59,10 +68,11 @@ class SendLine:
 
 
 class Worker:
-    """The guarded worker. `run_once` is one pass; `run_forever` loops it.
+    """The guarded worker. `run_once` is one pass; `run_forever` loops it until `stop` is set.
 
     `on_result`, when given, hears of every claimed email as its batch is recorded (the CLI's
-    one line per send or refusal); it costs one read of the batch's steps, after the commit."""
+    one line per send or refusal); it costs one read of the batch's steps, after the commit.
+    `stop`: see "Stopping" above (a fresh Event when not given)."""
 
     def __init__(
         self,
@@ -70,9 +80,11 @@ class Worker:
         transport: Transport | None = None,
         *,
         on_result: Callable[[SendLine], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.on_result = on_result
-        self.ctx = WorkerContext(app, transport)
+        self.ctx = WorkerContext(app, transport, stop)
+        self._thread: int | None = None  # the thread running the last pass (for `interrupt`)
         self.claimer = Claimer(self.ctx)
         self.guard = SendGuard(self.ctx, Recorder(self.ctx))
         self.recovery = Recovery(self.ctx)
@@ -85,6 +97,20 @@ class Worker:
     def transport(self) -> Transport:
         """The transport this worker sends with (the runtime's unless one was given)."""
         return self.ctx.transport
+
+    @property
+    def stop(self) -> threading.Event:
+        """Set it (from any thread) to stop: nothing more is handed over, the rest goes back."""
+        return self.ctx.stop
+
+    def interrupt(self) -> None:
+        """From another thread, once `stop` is set and the email in flight had its time: cut
+        that email's connection now (if the transport can: `Interruptible`). Its outcome is
+        then what the transport can tell — nothing handed over, or unknown — and the worker
+        records it as usual before it returns."""
+        self.ctx.interrupted = True
+        if self._thread is not None and isinstance(self.transport, Interruptible):
+            self.transport.interrupt(self._thread)
 
     def claim(
         self, report: WorkerReport, limit: int | None = None, *, only_lead: int | None = None
@@ -109,23 +135,38 @@ class Worker:
         return self.recovery.resume_paused()
 
     def run_once(self, max_batches: int | None = None) -> WorkerReport:
-        """Resume ended pauses, recover expired claims, then send everything due now."""
+        """Resume ended pauses, recover expired claims, then send everything due now (until
+        `stop` is set: then the claims not handed over are given back, and it returns)."""
+        self._thread = threading.get_ident()
         report = WorkerReport()
+        if self.ctx.stopping():
+            return report
         report.resumed = self.resume_paused()
         report.recovered = self.recover()
         batches = 0
-        while max_batches is None or batches < max_batches:
+        while (max_batches is None or batches < max_batches) and not self.ctx.stopping():
+            deferred = report.deferred
             claims = self.claim(report)
             if not claims:
+                if report.deferred > deferred:
+                    # All it found had to wait (each now due later): more may be due behind.
+                    continue
                 break
             batches += 1
             size = self.app.settings.send_batch or (10 if self.transport.can_probe else 1)
             for start in range(0, len(claims), size):
+                if self.ctx.stopping():
+                    # The rest of the claim, all at once: no email of it waits for the others.
+                    rest = claims[start:]
+                    self._told(rest, self.guard.give_back(rest, report))
+                    break
                 batch = claims[start : start + size]
-                results = self.send_batch(batch, report)
-                if self.on_result is not None:
-                    self._tell(batch, results)
+                self._told(batch, self.send_batch(batch, report))
         return report
+
+    def _told(self, batch: list[Claim], results: list[str]) -> None:
+        if self.on_result is not None:
+            self._tell(batch, results)
 
     def _tell(self, batch: list[Claim], results: list[str]) -> None:
         assert self.on_result is not None
@@ -143,20 +184,20 @@ class Worker:
                 self.on_result(SendLine(row.id, row.position, row.to_address, row.subject, result))
 
 
-def run_forever(
-    worker: Worker, should_stop: Callable[[], bool], sleep: Callable[[float], None]
-) -> WorkerReport:
+def run_forever(worker: Worker) -> WorkerReport:
+    """Pass after pass until `worker.stop` is set; a pause between passes wakes at the stop."""
     total = WorkerReport()
-    while not should_stop():
+    stop = worker.stop
+    while not stop.is_set():
         try:
             report = worker.run_once(max_batches=50)
         except SQLAlchemyError as exc:
             # The database went away (restart, failover, a terminated session): claims and
             # markers are durable, so waiting and starting over loses nothing.
             log.warning("database error, retrying: %s", str(exc).splitlines()[0])
-            sleep(worker.app.settings.poll_interval * 5)
+            stop.wait(worker.app.settings.poll_interval * 5)
             continue
         total.add(report)
         if report.claimed == 0:
-            sleep(worker.app.settings.poll_interval)
+            stop.wait(worker.app.settings.poll_interval)
     return total

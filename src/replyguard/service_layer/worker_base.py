@@ -10,13 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta
 from typing import Any, cast
-from zoneinfo import ZoneInfo
 
 from sqlalchemy import ColumnElement, Table, and_, exists, select
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.transports.base import Delivery
-from replyguard.domain.schedule import SendWindow
 from replyguard.domain.states import StepState, step_move
 
 S = cast(Table, m.Step.__table__)
@@ -30,6 +28,27 @@ EV = cast(Table, m.Event.__table__)
 SUP = cast(Table, m.Suppression.__table__)
 CS = cast(Table, m.CampaignStep.__table__)
 WS = cast(Table, m.Workspace.__table__)
+
+#: The settings a person may change while an email is on its way (`send_policy.SendLimits`):
+#: read with the re-check, and again right before the transport's point of no return.
+_LIMIT_COLUMNS = (
+    MB.c.daily_cap,
+    MB.c.timezone.label("mailbox_tz"),
+    MB.c.status.label("mailbox_status"),
+    C.c.window_days,
+    C.c.window_start,
+    C.c.window_end,
+    C.c.timezone.label("campaign_tz"),
+    C.c.status.label("campaign_status"),
+    CT.c.timezone.label("contact_tz"),
+)
+_STEP_TO_LIMITS = (
+    S.join(E, E.c.id == S.c.enrollment_id)
+    .join(C, C.c.id == E.c.campaign_id)
+    .join(MB, MB.c.id == S.c.mailbox_id)
+    .join(L, L.c.id == S.c.lead_id)
+    .join(CT, CT.c.id == L.c.contact_id)
+)
 
 #: Everything the re-check and the email need about a step, in one query.
 _SEND_ROWS = select(
@@ -48,20 +67,18 @@ _SEND_ROWS = select(
     S.c.enrollment_id,
     S.c.position,
     E.c.state.label("enrollment_state"),
-    C.c.status.label("campaign_status"),
     exists()
     .where(SUP.c.workspace_id == S.c.workspace_id, SUP.c.address == S.c.to_address)
     .label("suppressed"),
     MB.c.address.label("from_address"),
     MB.c.from_name,
-    MB.c.status.label("mailbox_status"),
     WS.c.secret,
-).select_from(
-    S.join(E, E.c.id == S.c.enrollment_id)
-    .join(C, C.c.id == E.c.campaign_id)
-    .join(MB, MB.c.id == S.c.mailbox_id)
-    .join(WS, WS.c.id == S.c.workspace_id)
-)
+    *_LIMIT_COLUMNS,
+).select_from(_STEP_TO_LIMITS.join(WS, WS.c.id == S.c.workspace_id))
+
+#: The last check before the point of no return: the settings as they are now, and (SQLite,
+#: which cannot hold the lead lock across the call) whether a reply asked to cancel the step.
+_LAST_CHECK = select(S.c.cancel_requested, *_LIMIT_COLUMNS).select_from(_STEP_TO_LIMITS)
 
 #: How much later than planned a step may go out before the next one is moved to keep its wait.
 SPACING_TOLERANCE = timedelta(minutes=15)
@@ -71,17 +88,18 @@ _USING_SLOT = [StepState.CLAIMED, StepState.SENDING, StepState.SENT, StepState.U
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """A claimed step, and what the claim checked, so that it can be checked again for each
-    email right before it is handed over (the clock moves during a batch)."""
+    """A claimed step, and what the claim counted it against, so that each email can be
+    checked again right before it is handed over (the clock moves during a batch, and a person
+    may change the window, the cap or a pause meanwhile)."""
 
     step_id: int
     lead_id: int
     token: str
     mailbox_id: int | None = None
-    window: SendWindow | None = None
-    zone: ZoneInfo | None = None  # the lead's
     send_day: date | None = None  # the mailbox's day whose cap counts this email
-    mailbox_zone: ZoneInfo | None = None
+    #: That day's cap as the claim counted it; None for the audit's canary, which has no
+    #: window and no cap (see claiming.py, AUDIT).
+    cap: int | None = None
 
 
 def in_states(column: ColumnElement[Any], states: Sequence[str]) -> ColumnElement[bool]:
@@ -118,11 +136,13 @@ class Fence:
 class Handed:
     """What became of one email at the hand-over: the transport's answer, or that our own last
     check stopped it before the point of no return (`aborted`), or that it was not handed over
-    at all because its window closed or its cap's day changed (`deferred_to`)."""
+    at all because its window closed, its cap's day changed or a person changed its settings
+    (`deferred_to`), or because the worker is stopping (`deferred_to` and `stopping`)."""
 
     delivery: Delivery
     aborted: bool = False
     deferred_to: datetime | None = None
+    stopping: bool = False
 
 
 @dataclass
@@ -138,6 +158,7 @@ class WorkerReport:
     paused: int = 0
     recovered: int = 0
     resumed: int = 0
+    given_back: int = 0  # claimed, not handed over: back in the queue because the worker stopped
     outcomes: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: WorkerReport) -> None:
@@ -149,7 +170,9 @@ class WorkerReport:
 
 
 #: Results of a send that have their own counter in WorkerReport.
-_COUNTED = frozenset({"sent", "refused", "retried", "failed", "unknown", "stale", "deferred", "paused"})
+_COUNTED = frozenset(
+    {"sent", "refused", "retried", "failed", "unknown", "stale", "deferred", "paused", "given_back"}
+)
 
 
 def _count(report: WorkerReport, result: str) -> None:

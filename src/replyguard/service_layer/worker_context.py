@@ -8,6 +8,8 @@ recorder it hands its results to.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -17,37 +19,94 @@ from replyguard.adapters.transports.base import Transport
 from replyguard.domain.addresses import domain_of
 from replyguard.domain.message_ids import unsubscribe_token
 from replyguard.domain.outgoing import OutgoingEmail
-from replyguard.domain.schedule import SendWindow
-from replyguard.domain.states import OPEN, EnrollmentState, StepState
+from replyguard.domain.schedule import SendWindow, load_zone
+from replyguard.domain.send_policy import SendLimits
+from replyguard.domain.states import OPEN, EnrollmentState, StepState, step_move
 from replyguard.service_layer.holds import hold_for_person
 from replyguard.service_layer.runtime import Runtime
-from replyguard.service_layer.worker_base import _SEND_ROWS, EV, OUT, C, E, L, S
+from replyguard.service_layer.worker_base import _SEND_ROWS, EV, OUT, Claim, E, L, S, in_states
 
 
 class WorkerContext:
-    """The runtime and transport of one worker, its campaigns' send windows (read once), and
-    the helpers its parts share."""
+    """The runtime and transport of one worker, its stop request, and the helpers its parts
+    share.
 
-    def __init__(self, app: Runtime, transport: Transport | None = None) -> None:
+    `stop`, once set (by a signal, from another thread), makes the worker hand nothing more
+    over: the parts look at it between emails and right before each point of no return."""
+
+    def __init__(
+        self, app: Runtime, transport: Transport | None = None, stop: threading.Event | None = None
+    ) -> None:
         self.app = app
         self.engine = app.engine
         self.transport = transport or app.transport
         self.ws = app.workspace_id
         self.postgres = app.postgres
-        self._windows: dict[int, SendWindow] = {}
+        self.stop = stop or threading.Event()
+        #: Set by `Worker.interrupt`: the email in flight was cut off by us, not by its server.
+        self.interrupted = False
+        # Parsed windows by their stored text: the text is read with every claim and every
+        # send (a person may change it at any time), the parsing is done once.
+        self._windows: dict[tuple[str, str, str], SendWindow] = {}
 
     def now(self) -> datetime:
         return self.app.clock.now()
 
-    def window(self, conn: Connection, campaign_id: int) -> SendWindow:
-        window = self._windows.get(campaign_id)
+    def stopping(self) -> bool:
+        return self.stop.is_set()
+
+    def window(self, days: str, start: str, end: str) -> SendWindow:
+        """A campaign's window from its columns as they are now."""
+        key = (days, start, end)
+        window = self._windows.get(key)
         if window is None:
-            row = conn.execute(
-                select(C.c.window_days, C.c.window_start, C.c.window_end).where(C.c.id == campaign_id)
-            ).one()
-            window = SendWindow.parse(row.window_days.split(","), row.window_start, row.window_end)
-            self._windows[campaign_id] = window
+            window = self._windows[key] = SendWindow.parse(days.split(","), start, end)
         return window
+
+    def limits(self, row: Any) -> SendLimits:
+        """The settings a person may change mid-flight, from a row with `_LIMIT_COLUMNS`."""
+        return SendLimits(
+            window=self.window(row.window_days, row.window_start, row.window_end),
+            zone=load_zone(row.contact_tz or row.campaign_tz),
+            mailbox_zone=load_zone(row.mailbox_tz),
+            daily_cap=row.daily_cap,
+            mailbox_status=row.mailbox_status,
+            campaign_status=row.campaign_status,
+        )
+
+    def give_back(self, conn: Connection, claims: Sequence[Claim], due: datetime | None = None) -> set[int]:
+        """Claims that will not be sent now go back to the queue: CLAIMED → SCHEDULED, fenced on
+        each claim's token (so a claim another worker took over is left alone), the day's slot
+        freed. `due`: when to try again (None: as it was, so the step keeps its place). Returns
+        the ids of the steps given back; the others were no longer ours.
+
+        The one way a claim is given back before its marker: a window that closed, a cap
+        lowered, a day that changed (the send guard), an expired lease (recovery), a worker
+        asked to stop."""
+        if not claims:
+            return set()
+        values: dict[str, Any] = {
+            "state": StepState.SCHEDULED,
+            "claim_token": None,
+            "lease_until": None,
+            "send_day": None,
+            "updated_at": self.now(),
+        }
+        if due is not None:
+            values["due_at"] = due
+        # Each token is unique to one claim, so "id in ids and token in tokens" fences every
+        # step on its own token (as the marker does) in one statement.
+        back = conn.execute(
+            update(S)
+            .where(
+                S.c.id.in_([c.step_id for c in claims]),
+                S.c.claim_token.in_([c.token for c in claims]),
+                in_states(S.c.state, step_move(StepState.CLAIMED, StepState.SCHEDULED)),
+            )
+            .values(**values)
+            .returning(S.c.id)
+        )
+        return set(back.scalars())
 
     def lock_leads(self, conn: Connection, lead_ids: list[int]) -> dict[int, Any]:
         """Lock lead rows in id order (the order every transaction uses: no deadlock cycles)."""

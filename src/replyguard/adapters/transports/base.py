@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.smtp_answers import Blame
@@ -53,3 +53,17 @@ class Transport(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Interruptible(Protocol):
+    """A transport whose send in progress can be cut short from another thread: how a stopping
+    worker keeps its promise to exit within seconds whatever its server does. A transport
+    without it (Maildir: local writes) simply finishes its send."""
+
+    def interrupt(self, thread: int) -> None:
+        """End at once the send that thread `thread` (a `threading.get_ident()`) has in
+        progress, and refuse that thread's next send before it connects. The send returns
+        what is known: nothing taken by the server (TRANSIENT) or, after the final dot,
+        UNKNOWN. Safe to call from any thread, at any time, any number of times."""
+        ...

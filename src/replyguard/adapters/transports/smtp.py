@@ -29,16 +29,23 @@ its code is 5xx.
 
 `timeout` is a budget for the whole send, from connect to the reply to the final dot (each
 wait gets what is left), so a slow server cannot hold the worker's lead lock much longer
-than it; the best-effort QUIT afterwards adds at most `quit_timeout`.
+than it; the best-effort QUIT afterwards adds at most `quit_timeout`. A stopping worker need
+not wait that long: `interrupt(thread)` shuts that thread's connection down from another
+thread, and the send in progress returns at once with what the table above says of the
+point it had reached (only the TCP connect and the greeting are not cut: they are bounded by
+the budget).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import re
 import smtplib
+import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -218,6 +225,11 @@ class SmtpTransport:
         self.settings = settings
         self.quit_timeout = min(quit_timeout, settings.timeout)
         self._tls = tls_context or _client_tls_context(settings)
+        # The socket of each thread's send in progress, and the threads asked to stop (one
+        # transport may serve several threads: `replyguard up` sends notices with it too).
+        self._lock = threading.Lock()
+        self._live: dict[int, socket.socket] = {}
+        self._interrupted: set[int] = set()
 
     def __repr__(self) -> str:
         return f"SmtpTransport({self.settings.target()!r})"
@@ -227,15 +239,21 @@ class SmtpTransport:
         conn: smtplib.SMTP | None = None
         polite = True
         deadline = time.monotonic() + self.settings.timeout
+        me = threading.get_ident()
         try:
             conn = self._open(deadline)
+            self._follow(me, conn)
             delivery = self._transact(conn, email, payload, before_commit, deadline)
             polite = delivery.outcome is not Outcome.UNKNOWN
         except _Stop as stop:
             delivery = stop.delivery
         finally:
+            with self._lock:
+                self._live.pop(me, None)
+                interrupted = me in self._interrupted
+                self._interrupted.discard(me)
             if conn is not None:
-                self._hang_up(conn, polite=polite)
+                self._hang_up(conn, polite=polite and not interrupted)
         delivery = Delivery(delivery.outcome, self._scrub(delivery.detail), delivery.ref, delivery.blame)
         _log.info(
             "smtp send %s via %s: %s (%s)",
@@ -248,6 +266,25 @@ class SmtpTransport:
 
     def probe(self, email: OutgoingEmail) -> Probe:
         return Probe.UNKNOWN  # SMTP cannot prove that a message did not go out
+
+    def interrupt(self, thread: int) -> None:
+        """See `transports.base.Interruptible`: shut the thread's connection down (both ways),
+        which wakes its blocked read or write at once."""
+        with self._lock:
+            self._interrupted.add(thread)
+            sock = self._live.get(thread)
+        if sock is not None:
+            _shut(sock)
+
+    def _follow(self, thread: int, conn: smtplib.SMTP) -> None:
+        """Register the connection of `thread`'s send, or end it now if a stop came first."""
+        with self._lock:
+            stopped = thread in self._interrupted
+            if not stopped and conn.sock is not None:
+                self._live[thread] = conn.sock
+        if stopped:
+            conn.close()
+            raise _Stop(Outcome.TRANSIENT, "interrupted before MAIL FROM: the sender is stopping")
 
     def close(self) -> None:
         return None
@@ -396,6 +433,13 @@ class SmtpTransport:
         for form in sorted(forms, key=len, reverse=True):
             text = text.replace(form, "***")
         return text
+
+
+def _shut(sock: socket.socket) -> None:
+    # The plain socket's shutdown, also under TLS: SSLSocket.shutdown would first drop its
+    # TLS object while the sending thread may be inside it.
+    with contextlib.suppress(OSError):  # already closed: the send is over anyway
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
 def _arm(conn: smtplib.SMTP, deadline: float, stage: str) -> None:

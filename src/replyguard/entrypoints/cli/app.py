@@ -11,9 +11,8 @@ Alembic and the rest load inside the commands that use them (`replyguard --help`
 from __future__ import annotations
 
 import json
-import signal
+import os
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -246,7 +245,12 @@ def worker(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
 ) -> None:
     """Send due steps, guarded by the reply re-check: one line per email as it happens (stderr),
-    a summary on exit (stdout)."""
+    a summary on exit (stdout). Ctrl-C or SIGTERM stops within seconds: the email in flight
+    finishes (or is cut and held as unknown), the rest of what was claimed goes back to the
+    queue; exit 130 after Ctrl-C, 0 after SIGTERM."""
+    import threading
+
+    from replyguard.entrypoints.stopping import GRACE, LIMIT, StopSignals, wind_down
     from replyguard.service_layer.worker import SendLine, Worker, run_forever
 
     instance = open_app(ctx, running_clock=not once)
@@ -257,32 +261,50 @@ def worker(
     check_public_url(instance, allow_localhost=allow_localhost_unsubscribe)
 
     def tell(line: SendLine) -> None:
+        if line.result == "given_back":
+            return  # one line for all of them when the worker stops
         at = instance.clock.now().strftime("%Y-%m-%d %H:%M:%S")
         err.print(
             f"{at} {line.result:<8} step {line.position} to {line.to_address}: {line.subject}", soft_wrap=True
         )
 
-    work = Worker(instance, transport, on_result=None if quiet else tell)
-    if once:
-        report = work.run_once()
-    else:
-        stopping = {"now": False}
+    work = Worker(instance, transport, on_result=None if quiet else tell, stop=threading.Event())
+    done = threading.Event()
 
-        def _stop(_signum: int, _frame: object) -> None:
-            stopping["now"] = True
+    def after_signal() -> None:
+        # In the signal watcher's thread, while this one still sends.
+        wind_down(done, work.interrupt)
+        if not done.wait(LIMIT - GRACE):
+            err.print(
+                f"stopped on {signals.name} without finishing: a call did not return within "
+                f"{LIMIT:g} s; what this worker still holds goes back to the queue (or is held as "
+                "an unknown outcome) when its lease ends"
+            )
+            os._exit(signals.exit_code)
 
-        signal.signal(signal.SIGTERM, _stop)
-        signal.signal(signal.SIGINT, _stop)
-        err.print(
-            f"worker running on {instance.engine.url.render_as_string(hide_password=True)}; Ctrl-C stops"
-        )
-        report = run_forever(work, lambda: stopping["now"], time.sleep)
+    with StopSignals(work.stop, after_signal) as signals:
+        try:
+            if once:
+                report = work.run_once()
+            else:
+                url = instance.engine.url.render_as_string(hide_password=True)
+                err.print(f"worker running on {url}; Ctrl-C stops")
+                report = run_forever(work)
+        finally:
+            done.set()
     instance.close()
+    if signals.received is not None:
+        err.print(
+            f"stopped on {signals.name}: {report.given_back} claimed email(s) not handed over, "
+            "given back to the queue"
+        )
     summary = {k: v for k, v in vars(report).items() if k != "outcomes"}
     if as_json:
         emit_json(summary)
     else:
         out.print(", ".join(f"{k} {v}" for k, v in summary.items()), soft_wrap=True)
+    if signals.exit_code:
+        raise typer.Exit(signals.exit_code)
 
 
 @app.command()

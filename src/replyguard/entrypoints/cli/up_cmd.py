@@ -13,15 +13,16 @@ Runs together, each in its own thread, until Ctrl-C or SIGTERM:
 Each part can still run on its own (`serve`, `worker`, `poll`) on other machines against
 PostgreSQL, when one process is no longer enough. On SQLite, `up` is the way to run: one
 process, one writer at a time, the page reads never block it (service_layer/scoped.py).
-The first Ctrl-C stops cleanly (the worker finishes its batch, pollers release their lease,
-the web server finishes its requests); a second one exits at once.
+The first Ctrl-C or SIGTERM stops within seconds (entrypoints/stopping.py): the worker hands
+nothing more over, finishes the email in flight (or cuts it after a grace: then it is given
+back or, past the final dot, held as unknown) and gives back the rest of what it claimed;
+pollers release their lease; the web server finishes its requests. A second one exits at
+once. Exit code 130 after Ctrl-C, 0 after SIGTERM (a service manager's stop).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import socket
 import threading
 from collections.abc import Callable
@@ -33,8 +34,9 @@ from replyguard.entrypoints.cli.options import AllowLocalhostUnsubscribe
 
 if TYPE_CHECKING:  # the CLI starts fast: nothing heavy is imported before a command runs
     from replyguard.bootstrap import App
-    from replyguard.entrypoints.supervisor import Component
+    from replyguard.entrypoints.supervisor import Component, Supervisor
     from replyguard.service_layer.notice_delivery import NoticeDelivery
+    from replyguard.service_layer.worker import Worker
 
 Run = Callable[[threading.Event], None]
 
@@ -66,7 +68,7 @@ def up(
 ) -> None:
     """Run the web app, the worker and the IMAP pollers together (Ctrl-C stops)."""
     from replyguard.adapters.imap_source import ImapUrlError, parse_imap_url
-    from replyguard.entrypoints.cli.app import check_public_url, err, fail, open_app, simulated_note
+    from replyguard.entrypoints.cli.app import check_public_url, fail, open_app, simulated_note
     from replyguard.entrypoints.logs import configure_logging
     from replyguard.entrypoints.supervisor import Supervisor
 
@@ -101,23 +103,40 @@ def up(
     except OSError as exc:
         instance.close()
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
-    supervisor = Supervisor(_components(instance, sock, urls, worker=worker, notices=notices))
-    _on_signals(supervisor.stop)
-    supervisor.start()
+    sender = WorkerPart(instance) if worker else None
+    supervisor = Supervisor(_components(instance, sock, urls, worker=worker, notices=notices, sender=sender))
     where = f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"
-    parts = ["web"] + ["worker"] * worker + [f"{len(urls)} IMAP poller{'s' * (len(urls) != 1)}"] * bool(urls)
+    parts = ["web"] + ["worker"] * worker
+    parts += [f"{len(urls)} IMAP poller{'s' * (len(urls) != 1)}"] * bool(urls)
     if notices is not None:
         parts.append(f"notices by {', '.join(notices.channels) or 'nobody (model drafts only)'}")
-    err.print(f"replyguard is up at {where} ({', '.join(parts)}); Ctrl-C stops", highlight=False)
-    while not supervisor.stop.wait(0.5):
-        pass
-    still = supervisor.join(timeout=30)
+    code = _run_until_stopped(
+        supervisor, sender, f"replyguard is up at {where} ({', '.join(parts)}); Ctrl-C stops"
+    )
     sock.close()
     instance.close()
-    if still:
-        log.warning("did not stop in time: %s", ", ".join(still))
     if supervisor.failed:
         fail(f"stopped because {', '.join(supervisor.failed)} failed (see the log above)")
+    if code:
+        raise typer.Exit(code)
+
+
+def _run_until_stopped(supervisor: Supervisor, sender: WorkerPart | None, banner: str) -> int:
+    """Start the components, wait for a signal (or an essential component's failure), stop
+    them all within `stopping.LIMIT` seconds; the exit code the signal asks for."""
+    from replyguard.entrypoints.cli.app import err
+    from replyguard.entrypoints.stopping import GRACE, LIMIT, StopSignals, wind_down
+
+    with StopSignals(supervisor.stop) as signals:
+        supervisor.start()
+        err.print(banner, highlight=False)
+        supervisor.stop.wait()
+        if sender is not None:
+            wind_down(sender.finished, sender.interrupt)
+        still = supervisor.join(timeout=LIMIT - GRACE)
+    if still:
+        log.warning("did not stop in time: %s", ", ".join(still))
+    return signals.exit_code
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -141,16 +160,6 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _on_signals(stop: threading.Event) -> None:
-    def handler(_signum: int, _frame: object) -> None:
-        if stop.is_set():
-            os._exit(130)  # a second Ctrl-C: the person wants out now
-        stop.set()
-
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
-
-
 def _components(
     instance: App,
     sock: socket.socket,
@@ -158,12 +167,13 @@ def _components(
     *,
     worker: bool,
     notices: NoticeDelivery | None = None,
+    sender: WorkerPart | None = None,
 ) -> list[Component]:
     from replyguard.entrypoints.supervisor import Component
 
     found = [Component("web", _web(instance, sock), essential=True)]
     if worker:
-        found.append(Component("worker", _worker(instance)))
+        found.append(Component("worker", (sender or WorkerPart(instance)).run))
     for index, url in enumerate(urls, start=1):
         found.append(Component(f"imap-{index}", _poller(instance, url)))
     if notices is not None:
@@ -204,8 +214,9 @@ def _web(instance: App, sock: socket.socket) -> Run:
 
     def run(stop: threading.Event) -> None:
         # proxy_headers off: the app believes only REPLYGUARD_TRUSTED_PROXIES (entrypoints/web).
+        # Open requests get the worker's grace to finish, so that `up` exits within seconds.
         config = uvicorn.Config(
-            api, log_config=None, proxy_headers=False, timeout_graceful_shutdown=10, lifespan="off"
+            api, log_config=None, proxy_headers=False, timeout_graceful_shutdown=5, lifespan="off"
         )
         server = uvicorn.Server(config)
 
@@ -219,17 +230,36 @@ def _web(instance: App, sock: socket.socket) -> Run:
     return run
 
 
-def _worker(instance: App) -> Run:
-    from replyguard.service_layer.worker import Worker, run_forever
+class WorkerPart:
+    """The worker component of `up`, kept at hand so that a stop can cut its email in flight
+    (`wind_down`). `finished` is set whenever no pass of the worker is running."""
 
-    def run(stop: threading.Event) -> None:
-        def sleep(seconds: float) -> None:
-            stop.wait(seconds)  # wakes at once when `up` is stopping
+    def __init__(self, instance: App) -> None:
+        self.instance = instance
+        self.current: Worker | None = None
+        self.finished = threading.Event()
+        self.finished.set()
 
-        report = run_forever(Worker(instance, instance.transport), stop.is_set, sleep)
-        log.info("worker stopped: %s sent, %s refused", report.sent, report.refused)
+    def run(self, stop: threading.Event) -> None:
+        from replyguard.service_layer.worker import Worker, run_forever
 
-    return run
+        self.finished.clear()
+        try:
+            self.current = Worker(self.instance, self.instance.transport, stop=stop)
+            report = run_forever(self.current)
+        finally:
+            self.finished.set()
+        log.info(
+            "worker stopped: %s sent, %s refused, %s claimed email(s) not handed over, given back to "
+            "the queue",
+            report.sent,
+            report.refused,
+            report.given_back,
+        )
+
+    def interrupt(self) -> None:
+        if self.current is not None:
+            self.current.interrupt()
 
 
 def _poller(instance: App, url: str) -> Run:
