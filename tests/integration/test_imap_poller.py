@@ -82,11 +82,11 @@ class Running:
 
     def stop(self) -> None:
         self.event.set()
-        self.thread.join(15)
+        self.thread.join(120)
         assert not self.thread.is_alive(), "the poller did not stop"
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -383,7 +383,7 @@ def test_the_poll_command_stops_cleanly_on_sigterm(app: App, imap: DovecotServer
         imap.append(note(1))
         wait_for(lambda: inbound_count(app) == 1 or process.poll() is not None, "the command ingests")
         process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=15)
+        out, err = process.communicate(timeout=120)
     finally:
         if process.poll() is None:
             process.kill()

@@ -119,7 +119,7 @@ service imap-login {{
 """
         )
 
-    def start(self, timeout: float = 15.0) -> None:
+    def start(self, timeout: float = 60.0) -> None:
         assert self.process is None, "already running"
         with (self.root / "stderr.log").open("ab") as stderr:  # the child keeps its own copy
             self.process = subprocess.Popen(

@@ -372,7 +372,7 @@ class SmtpTestServer:
         with self._lock:
             return list(self.messages)
 
-    def wait_for_messages(self, count: int, timeout: float = 5.0) -> list[ReceivedMessage]:
+    def wait_for_messages(self, count: int, timeout: float = 120.0) -> list[ReceivedMessage]:
         """The accepted messages once there are at least `count` (or whatever came in time)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -25,6 +25,10 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+#: How long a page load, a click or an `expect` may wait (Playwright's defaults: 30 s and 5 s).
+#: Each wait ends as soon as its condition holds, so this costs nothing on an idle machine; on
+#: a loaded one (two suites at once on two cores) a sign-in page took longer than 30 s.
+PATIENCE_MS = 120_000
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 
 
@@ -45,8 +49,23 @@ def browser() -> Iterator[Browser]:
     require_chromium()
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        expect.set_options(timeout=PATIENCE_MS)
+        _be_patient(launched)
         yield launched
         launched.close()
+
+
+def _be_patient(launched: Browser) -> None:
+    """Every context the tests open waits up to PATIENCE_MS for a page and an element."""
+    new_context = launched.new_context
+
+    def patient_context(**options: object) -> BrowserContext:
+        context = new_context(**options)  # type: ignore[arg-type]
+        context.set_default_timeout(PATIENCE_MS)
+        context.set_default_navigation_timeout(PATIENCE_MS)
+        return context
+
+    launched.new_context = patient_context  # type: ignore[method-assign]
 
 
 def screenshot(page: Page, name: str) -> Path:

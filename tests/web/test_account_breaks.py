@@ -83,11 +83,11 @@ def test_a_member_cannot_create_campaigns_tokens_for_others_or_users(site: Site,
 
 def test_strangers_failing_on_purpose_do_not_lock_the_person_out(site: Site, clock: FixedClock) -> None:
     """Before: five wrong passwords from any address locked the account for 15 minutes."""
-    with httpx.Client(base_url=site.base) as mine:
+    with httpx.Client(timeout=60, base_url=site.base) as mine:
         assert sign_in(mine, site.alpha.email).status_code == 303  # her browser, known from now on
         mine.cookies.delete("rg_session")
         clock.advance(timedelta(minutes=1))
-        with httpx.Client(base_url=site.base) as stranger:
+        with httpx.Client(timeout=60, base_url=site.base) as stranger:
             for _ in range(10):
                 wrong = sign_in(stranger, site.alpha.email, "not the password 123")
                 assert wrong.status_code in (401, 429)
@@ -96,13 +96,13 @@ def test_strangers_failing_on_purpose_do_not_lock_the_person_out(site: Site, clo
 
 
 def test_a_forwarded_address_is_believed_only_from_a_trusted_proxy(site: Site) -> None:
-    with httpx.Client(base_url=site.base, headers={"X-Forwarded-For": "198.51.100.7"}) as client:
+    with httpx.Client(timeout=60, base_url=site.base, headers={"X-Forwarded-For": "198.51.100.7"}) as client:
         sign_in(client, site.alpha.email, "a wrong password 12345")
     app = site.alpha.app
     behind_proxy = replace(app, environment=replace(app.environment, trusted_proxies=("127.0.0.1",)))
     with (
         serving(create_app(behind_proxy)) as proxied,
-        httpx.Client(base_url=proxied, headers={"X-Forwarded-For": "203.0.113.9"}) as client,
+        httpx.Client(timeout=60, base_url=proxied, headers={"X-Forwarded-For": "203.0.113.9"}) as client,
     ):
         sign_in(client, site.alpha.email, "a wrong password 12345")
     with site.alpha.app.uow() as uow:
@@ -128,7 +128,7 @@ def test_the_life_of_an_account_over_http(site: Site, rep: str) -> None:
                 assert "is disabled" in admin.get(off.headers["location"]).text
                 assert mine.get("/inbox").headers["location"].startswith("/login")
                 assert api.get("/api/v1/me").status_code == 401
-                with httpx.Client(base_url=site.base) as fresh:
+                with httpx.Client(timeout=60, base_url=site.base) as fresh:
                     assert sign_in(fresh, rep).status_code == 401
                 reset = admin.post(f"/settings/users/{rep_id}/reset-password", data={"csrf_token": csrf})
                 temporary = re.search(r'<div class="secret">([^<]+)</div>', reset.text)
@@ -136,7 +136,7 @@ def test_the_life_of_an_account_over_http(site: Site, rep: str) -> None:
                 on = admin.post(f"/settings/users/{rep_id}/enable", data={"csrf_token": csrf})
                 assert on.status_code == 303
             assert api.get("/api/v1/me").status_code == 401  # enabling gives back no token
-    with httpx.Client(base_url=site.base) as again:
+    with httpx.Client(timeout=60, base_url=site.base) as again:
         assert sign_in(again, rep).status_code == 401  # the old password is gone
         back = sign_in(again, rep, temporary.group(1))
         assert back.headers["location"] == "/account"
@@ -166,7 +166,7 @@ def test_error_pages_are_styled_with_navigation_and_a_bug_is_a_500_page(
     with signed_in(site.base, site.alpha.email) as (page, _):
         missing = page.get("/no/such/page")
         bug = page.get("/reports")
-    with httpx.Client(base_url=site.base) as anonymous:
+    with httpx.Client(timeout=60, base_url=site.base) as anonymous:
         bare = anonymous.get("/no/such/page")
     assert missing.status_code == 404 and 'aria-label="Main"' in missing.text and "Not found" in missing.text
     assert bug.status_code == 500 and 'aria-label="Main"' in bug.text and "a bug, injected" not in bug.text

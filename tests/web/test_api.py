@@ -130,5 +130,5 @@ def test_a_token_can_make_and_revoke_tokens_and_a_revoked_one_stops_working(site
         assert ci.get("/api/v1/me").json()["token_name"] == "ci"
         assert ci.post(f"/api/v1/tokens/{token_id}/revoke").json()["revoked_at"] is not None
         assert ci.get("/api/v1/me").status_code == 401
-    with httpx.Client(base_url=site.base) as anonymous:
+    with httpx.Client(timeout=60, base_url=site.base) as anonymous:
         assert anonymous.get("/api/v1/me").status_code == 401

@@ -64,7 +64,7 @@ def test_an_account_from_added_to_disabled_reset_and_enabled_again(site: Site, b
     rep.select_option("select[name=scope]", "write")
     rep.click("button:has-text('Create token')")
     token = rep.locator("#new-token .secret").inner_text().strip()
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as api:
+    with httpx.Client(timeout=60, base_url=base, headers={"Authorization": f"Bearer {token}"}) as api:
         assert api.get("/api/v1/me").json()["rights"] == "write"
 
         # The rep leaves: the owner disables the account.

@@ -169,7 +169,7 @@ def test_up_serves_the_web_app_with_the_worker_and_delivers_notices_and_stops_cl
     assert "Simulated clock (--now): it is Mon 7 Dec 2026, 12:0" in login_page
 
 
-def wait_for_file(folder: Path, timeout: float = 60.0) -> Path:
+def wait_for_file(folder: Path, timeout: float = 120.0) -> Path:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = sorted(folder.glob("*")) if folder.exists() else []
@@ -179,7 +179,7 @@ def wait_for_file(folder: Path, timeout: float = 60.0) -> Path:
     raise AssertionError(f"nothing arrived in {folder} within {timeout} s")
 
 
-def wait_for_metric(client: httpx.Client, name: str, value: float, timeout: float = 60.0) -> float:
+def wait_for_metric(client: httpx.Client, name: str, value: float, timeout: float = 120.0) -> float:
     deadline, seen = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
         for line in client.get("/metrics").text.splitlines():

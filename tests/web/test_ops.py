@@ -55,7 +55,7 @@ def test_metrics_count_sends_refusals_replies_and_the_reply_to_cancel_latency(
     load_examples(app)
     run_days(app, clock, 1)
     ingest_raw(app, threaded_reply(app), "file")
-    with serving(create_app(app)) as base, httpx.Client(base_url=base) as client:
+    with serving(create_app(app)) as base, httpx.Client(timeout=60, base_url=base) as client:
         response = client.get("/metrics")
         client.get("/campaigns")
         again = client.get("/metrics").text
@@ -75,7 +75,7 @@ def test_metrics_count_sends_refusals_replies_and_the_reply_to_cancel_latency(
 def test_metrics_want_the_metrics_token_when_one_is_set(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REPLYGUARD_METRICS_TOKEN", "s3cret-scrape-token")
     app.environment = Environment.read()  # what `bootstrap` reads when the process starts
-    with serving(create_app(app)) as base, httpx.Client(base_url=base) as client:
+    with serving(create_app(app)) as base, httpx.Client(timeout=60, base_url=base) as client:
         assert client.get("/metrics").status_code == 404
         assert client.get("/metrics", headers={"Authorization": "Bearer nope"}).status_code == 404
         ok = client.get("/metrics", headers={"Authorization": "Bearer s3cret-scrape-token"})
@@ -83,7 +83,7 @@ def test_metrics_want_the_metrics_token_when_one_is_set(app: App, monkeypatch: p
 
 
 def test_readyz_says_ready_at_head_and_not_when_migrations_are_pending(app: App) -> None:
-    with serving(create_app(app)) as base, httpx.Client(base_url=base) as client:
+    with serving(create_app(app)) as base, httpx.Client(timeout=60, base_url=base) as client:
         assert client.get("/healthz").json() == {"status": "ok"}
         ready = client.get("/readyz")
         with app.engine.begin() as conn:
@@ -100,8 +100,9 @@ def test_readyz_says_ready_at_head_and_not_when_migrations_are_pending(app: App)
 
 def test_readyz_says_why_only_to_the_metrics_token(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REPLYGUARD_METRICS_TOKEN", "s3cret-scrape-token")
+    app.environment = Environment.read()  # what `bootstrap` reads when the process starts
     operator = {"Authorization": "Bearer s3cret-scrape-token"}
-    with serving(create_app(app)) as base, httpx.Client(base_url=base) as client:
+    with serving(create_app(app)) as base, httpx.Client(timeout=60, base_url=base) as client:
         with app.engine.begin() as conn:
             head = conn.scalar(text("SELECT version_num FROM alembic_version"))
         assert client.get("/readyz", headers=operator).json() == {"status": "ready", "revision": head}

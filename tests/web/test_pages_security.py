@@ -22,14 +22,14 @@ def token_count(site: Site) -> int:
 
 
 def test_a_page_without_a_session_sends_the_person_to_sign_in(site: Site) -> None:
-    with httpx.Client(base_url=site.base) as client:
+    with httpx.Client(timeout=60, base_url=site.base) as client:
         response = client.get("/campaigns?state=sent")
     assert response.status_code == 303
     assert response.headers["location"] == "/login?next=%2Fcampaigns%3Fstate%3Dsent"
 
 
 def test_signing_in_sets_an_httponly_samesite_cookie_secure_over_https(site: Site) -> None:
-    with httpx.Client(base_url=site.base) as client:
+    with httpx.Client(timeout=60, base_url=site.base) as client:
         plain = sign_in(client, site.alpha.email)
     cookie = plain.headers["set-cookie"].lower()
     assert plain.status_code == 303
@@ -38,7 +38,7 @@ def test_signing_in_sets_an_httponly_samesite_cookie_secure_over_https(site: Sit
     )
     assert "secure" not in cookie  # plain http on loopback: a Secure cookie would never come back
     # X-Forwarded-Proto from anyone is not believed: only from a proxy named as trusted.
-    with httpx.Client(base_url=site.base, headers={"X-Forwarded-Proto": "https"}) as client:
+    with httpx.Client(timeout=60, base_url=site.base, headers={"X-Forwarded-Proto": "https"}) as client:
         forged = sign_in(client, site.alpha.email)
     assert "secure" not in forged.headers["set-cookie"].lower()
 
@@ -48,7 +48,7 @@ def test_behind_a_trusted_proxy_the_cookie_is_secure_over_its_tls(site: Site) ->
     proxied = replace(app, environment=replace(app.environment, trusted_proxies=("127.0.0.0/8",)))
     with (
         serving(create_app(proxied)) as behind,
-        httpx.Client(base_url=behind, headers={"X-Forwarded-Proto": "https"}) as client,
+        httpx.Client(timeout=60, base_url=behind, headers={"X-Forwarded-Proto": "https"}) as client,
     ):
         tls = sign_in(client, site.alpha.email)
     assert "; secure" in tls.headers["set-cookie"].lower()
@@ -83,14 +83,14 @@ def test_a_cross_site_post_is_refused_even_with_the_token(site: Site) -> None:
 
 
 def test_the_sign_in_form_needs_its_own_token(site: Site) -> None:
-    with httpx.Client(base_url=site.base) as client:
+    with httpx.Client(timeout=60, base_url=site.base) as client:
         response = client.post("/login", data={"email": site.alpha.email, "password": PASSWORD})
     assert response.status_code == 403
     assert "rg_session" not in response.headers.get("set-cookie", "")
 
 
 def test_a_wrong_password_is_rate_limited(site: Site) -> None:
-    with httpx.Client(base_url=site.base) as client:
+    with httpx.Client(timeout=60, base_url=site.base) as client:
         for _ in range(3):  # a person's typos: free
             wrong = sign_in(client, site.alpha.email, "not the password")
             assert wrong.status_code == 401 and "Wrong email or password" in wrong.text
@@ -105,13 +105,13 @@ def test_signing_out_ends_the_session(site: Site) -> None:
     with signed_in(site.base, site.alpha.email) as (client, csrf):
         stolen = client.cookies["rg_session"]
         assert client.post("/logout", data={"csrf_token": csrf}).status_code == 303
-    with httpx.Client(base_url=site.base, cookies={"rg_session": stolen}) as replay:
+    with httpx.Client(timeout=60, base_url=site.base, cookies={"rg_session": stolen}) as replay:
         assert replay.get("/campaigns").status_code == 303
 
 
 @pytest.mark.parametrize("target", ["//evil.test/x", "https://evil.test/", "/\\evil.test"])
 def test_after_sign_in_the_next_page_is_always_on_this_site(site: Site, target: str) -> None:
-    with httpx.Client(base_url=site.base) as client:
+    with httpx.Client(timeout=60, base_url=site.base) as client:
         page = client.get("/login", params={"next": target})
         token = page.text.split('name="login_token" value="')[1].split('"')[0]
         response = client.post(
@@ -141,7 +141,7 @@ def test_no_password_token_or_session_reaches_the_log(site: Site, caplog: pytest
         with signed_in(base, site.alpha.email) as (client, _):
             client.get("/api/v1/me", headers={"Authorization": f"Bearer {site.alpha.token}"})
             session = client.cookies["rg_session"]
-        with httpx.Client(base_url=base) as stranger:
+        with httpx.Client(timeout=60, base_url=base) as stranger:
             sign_in(stranger, site.alpha.email, "a wrong password 12345")
     # The server's records only: the test's own HTTP client logs the responses it receives.
     server = [r for r in caplog.records if not r.name.startswith(("httpx", "httpcore"))]

@@ -238,7 +238,7 @@ def _call(client: httpx.Client, method: str, url: str, csrf: str, body: dict[str
 
 @pytest.mark.parametrize("path", ["/api/v1/campaigns", "/api/v1/leads", "/api/v1/inbound"])
 def test_a_request_without_a_token_gets_nothing(site: Site, path: str) -> None:
-    with httpx.Client(base_url=site.base) as anonymous:
+    with httpx.Client(timeout=60, base_url=site.base) as anonymous:
         response = anonymous.get(path)
         forged = anonymous.get(path, headers={"Authorization": "Bearer rg_" + "A" * 43})
     assert response.status_code == forged.status_code == 401
