@@ -10,20 +10,38 @@ RG     := $(VENV)/bin/replyguard
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-LOCK   := requirements/dev.lock
+LOCK         := requirements/dev.lock
+RUNTIME_LOCK := requirements/runtime.lock
 
-# Exactly the locked versions (runtime and dev), then the package itself without resolving
-# anything again: a fresh machine gets what the suite was last run with.
-$(VENV)/.installed: pyproject.toml $(LOCK)
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -r $(LOCK)
-	$(PY) -m pip install --quiet --no-deps -e .
+# replyguard needs Python 3.11 or newer (PYTHON=python3.12 make ... picks another one). A venv
+# whose creation or install failed is removed, so the next `make` starts again instead of
+# running on half an install.
+define make_venv
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  echo "error: replyguard needs Python 3.11 or newer; $(PYTHON) is $$($(PYTHON) --version 2>&1)" \
+	       "(run with PYTHON=python3.11 make ...)" >&2; exit 2; }
+	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); exit 1; }
+	$(PY) -m pip install --quiet -r $(1) || { rm -rf $(VENV); exit 1; }
+	$(PY) -m pip install --quiet --no-deps -e . || { rm -rf $(VENV); exit 1; }
+endef
+
+# Exactly the locked versions, then the package itself without resolving anything again: a
+# fresh machine gets what the suite was last run with. `make run` needs the runtime only
+# (requirements/runtime.lock, the same versions as the dev lock); `make test` adds the rest.
+$(VENV)/.runtime: pyproject.toml $(RUNTIME_LOCK)
+	$(call make_venv,$(RUNTIME_LOCK))
 	touch $@
+
+$(VENV)/.installed: pyproject.toml $(LOCK)
+	$(call make_venv,$(LOCK))
+	touch $(VENV)/.runtime $@
 
 lock: ## Re-resolve every dependency into requirements/dev.lock (after editing pyproject.toml)
 	$(PYTHON) -m venv .lock-venv && .lock-venv/bin/pip install --quiet uv
 	.lock-venv/bin/uv pip compile pyproject.toml --extra dev --extra postgres --python-version 3.11 \
 		--no-header --annotation-style line -o $(LOCK)
+	.lock-venv/bin/uv pip compile pyproject.toml -c $(LOCK) --python-version 3.11 \
+		--no-header --annotation-style line -o $(RUNTIME_LOCK)
 	rm -rf .lock-venv
 
 venv: $(VENV)/.installed
@@ -33,14 +51,21 @@ DEMO_USER     := demo@replyguard.test
 DEMO_PASSWORD := watch the queue stop
 # The demo runs ten simulated days from Monday 2026-12-07; `up` carries on from where it ended.
 DEMO_NOW      := 2026-12-17T06:00:00Z
+# `make run PORT=8001` when 8000 is taken; the demo's notice links follow the port.
+PORT          ?= 8000
+DEMO_URL      := http://127.0.0.1:$(PORT)
 
-run: $(VENV)/.installed ## Demo workspace on SQLite, then web + worker at http://127.0.0.1:8000 (Ctrl-C stops)
-	$(RG) --db $(DEMO_DB) demo --examples examples --outbox demo-outbox
+run: $(VENV)/.runtime ## Demo workspace on SQLite, then web + worker at http://127.0.0.1:8000 (PORT=8001 for another port; Ctrl-C stops)
+	@$(PY) -c 'import socket, sys; s = socket.socket(); s.bind(("127.0.0.1", $(PORT)))' 2>/dev/null || { \
+	  echo "error: port $(PORT) is taken (another replyguard?): stop it, or run: make run PORT=8001" >&2; exit 1; }
+	REPLYGUARD_PUBLIC_URL=$(DEMO_URL) $(RG) --db $(DEMO_DB) demo --examples examples --outbox demo-outbox
 	printf '%s\n' '$(DEMO_PASSWORD)' | $(RG) --db $(DEMO_DB) users add $(DEMO_USER) --name "Demo user"
-	@printf '\n  replyguard is starting at http://127.0.0.1:8000\n'
+	@printf '\n  replyguard is starting at %s\n' '$(DEMO_URL)'
 	@printf '  sign in as %s, password %s\n' '$(DEMO_USER)' '$(DEMO_PASSWORD)'
-	@printf '  (the demo lives on a simulated clock: it is %s there)\n\n' '$(DEMO_NOW)'
-	REPLYGUARD_TRANSPORT=maildir:demo-outbox $(RG) --db $(DEMO_DB) --now $(DEMO_NOW) up
+	@printf '  (the demo lives on a simulated clock: it is %s there)\n' '$(DEMO_NOW)'
+	@printf '  in another shell: .venv/bin/replyguard --db %s threads list\n\n' '$(DEMO_DB)'
+	REPLYGUARD_PUBLIC_URL=$(DEMO_URL) REPLYGUARD_TRANSPORT=maildir:demo-outbox \
+		$(RG) --db $(DEMO_DB) --now $(DEMO_NOW) up --port $(PORT)
 
 # Two runs: everything that may share the machine on 3 processes (the tests wait on sockets,
 # subprocesses and PostgreSQL a third of the time, so 3 keep 2 cores busy), then the tests marked

@@ -296,3 +296,23 @@ def test_every_option_has_help(command: str, tmp_path: Path) -> None:
         for opt in getattr(param, "opts", []):
             if opt.startswith("-"):
                 assert opt in shown.stdout, f"`replyguard {command} --help` does not show {opt}"
+
+
+@pytest.mark.parametrize("command", [("threads", "list"), ("leads", "list"), ("users", "list")])
+def test_a_missing_database_is_named_not_created(command: tuple[str, ...], tmp_path: Path) -> None:
+    """The README's next command after `make run`, typed without `--db`: the default file does not
+    exist. One line naming it and the demo's database, and no empty file left behind (which
+    made the next try fail on "no such table: workspaces")."""
+    result = run_cli(command, env=clean_env(), cwd=tmp_path)
+    assert result.returncode == 1, result
+    assert result.stderr.startswith("error: no database at replyguard.db"), result.stderr
+    assert "replyguard init" in result.stderr and "sqlite:///demo.db" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert not (tmp_path / "replyguard.db").exists()
+
+
+def test_a_database_without_tables_says_how_to_set_it_up(tmp_path: Path) -> None:
+    (tmp_path / "empty.db").write_bytes(b"")
+    result = run_cli(("--db", "sqlite:///empty.db", "threads", "list"), env=clean_env(), cwd=tmp_path)
+    assert result.returncode == 1, result
+    assert "the database is not set up: run `replyguard init`" in result.stderr, result.stderr

@@ -146,3 +146,25 @@ def test_a_sqlite_workspace_runs_without_psycopg(tmp_path: Path) -> None:
     assert refused.stderr.strip().splitlines() == [
         "error: PostgreSQL needs the psycopg driver: pip install 'replyguard[postgres]'"
     ]
+
+
+def _pins(lock: str) -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "requirements" / lock).read_text(encoding="utf-8").splitlines():
+        requirement = line.split("#", 1)[0].strip()
+        if requirement:
+            name, _, version = requirement.partition("==")
+            pins[_name(name)] = version.strip()
+    return pins
+
+
+def test_the_runtime_lock_is_the_dev_lock_without_the_tools() -> None:
+    """`make run` installs requirements/runtime.lock (the demo needs no test tools): every
+    declared dependency is in it, at the version the suite runs with (dev.lock)."""
+    runtime_pins, dev_pins = _pins("runtime.lock"), _pins("dev.lock")
+    runtime, extras = declared()
+    assert runtime <= set(runtime_pins), runtime - set(runtime_pins)
+    drifted = {name: (v, dev_pins.get(name)) for name, v in runtime_pins.items() if dev_pins.get(name) != v}
+    assert not drifted, f"runtime.lock and dev.lock disagree (run `make lock`): {drifted}"
+    tools = extras["dev"] - runtime
+    assert not tools & set(runtime_pins), f"test tools in the runtime lock: {tools & set(runtime_pins)}"

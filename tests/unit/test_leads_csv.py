@@ -120,3 +120,16 @@ def test_custom_columns_become_fields() -> None:
 def test_whole_file_errors(data: bytes, expected: str) -> None:
     with pytest.raises(LeadFileError, match=expected):
         list(read_leads(data))
+
+
+def test_a_quote_never_closed_refuses_the_file_instead_of_swallowing_the_rows_after_it() -> None:
+    data = b'email,first_name,company\na@x.test,"Ann,Acme\nb@x.test,Bob,Beta\nc@x.test,Cy,Gamma\n'
+    with pytest.raises(LeadFileError, match=r"line 2: a quote opened there is never closed, so lines 2-4"):
+        list(read_leads(data))
+
+
+def test_quoted_cells_over_several_lines_and_doubled_quotes_still_read() -> None:
+    data = b'email,company\na@x.test,"Acme\nInc"\nb@x.test,"say ""hi"""\n'
+    good, bad = parse(data)
+    assert [r.line for r in bad] == [2]  # a line break is refused in a header value, by its line
+    assert [(r.line, r.company) for r in good] == [(4, 'say "hi"')]

@@ -72,14 +72,33 @@ def read_leads(data: bytes) -> Iterator[LeadRow | RowError]:
     bad = [h for h in customs if not _CUSTOM_NAME.match(h)]
     if bad:
         raise LeadFileError(f"column name(s) {bad} cannot be used in templates: use letters, digits and _")
-    seen: dict[str, int] = {}
+    # Report the line a record starts on: a quoted field may span several lines.
+    records: list[tuple[int, list[str]]] = []
     end = reader.line_num
     for record in reader:
-        # Report the line a record starts on: a quoted field may span several lines.
-        line, end = end + 1, reader.line_num
-        if not any(cell.strip() for cell in record):
-            continue
-        yield _row(header, record, line, seen)
+        records.append((end + 1, record))
+        end = reader.line_num
+    if records:
+        _refuse_unclosed_quote(text, records[-1][0], end)
+    seen: dict[str, int] = {}
+    for line, record in records:
+        if any(cell.strip() for cell in record):
+            yield _row(header, record, line, seen)
+
+
+_LINES = re.compile(r"\r\n|\r|\n")  # what the csv module counts as a line end
+
+
+def _refuse_unclosed_quote(text: str, first: int, last: int) -> None:
+    """A quote opened and never closed swallows every line after it into one cell: the csv
+    module reads that as one short row, and the rows after it would be lost without a word.
+    Inside a quoted cell quotes come in pairs (`""`), so an odd count from the record's first
+    line to the end of the file is a quote left open: the whole file is refused."""
+    if last > first and "\n".join(_LINES.split(text)[first - 1 :]).count('"') % 2:
+        raise LeadFileError(
+            f"line {first}: a quote opened there is never closed, so lines {first}-{last} read as one "
+            'cell; close the quote (or double a quote inside a value: "") and import again'
+        )
 
 
 def _row(header: list[str], record: list[str], line: int, seen: dict[str, int]) -> LeadRow | RowError:

@@ -119,3 +119,37 @@ def test_launcher_finds_the_command_after_global_options():
 
     assert _command(["--db", "sqlite:///x.db", "--now", "2024-07-15", "inspect", "a.eml"]) == 4
     assert _command(["--json"]) is None
+
+
+def test_inspect_names_an_email_replyguard_sent_as_ours(tmp_path, capsys):
+    """`inspect` on a file of our own outbox said `human_reply`: ingest keeps such an email as
+    `ours`; inspect says the same, from the Message-ID and send key the email carries."""
+    from datetime import UTC, datetime
+
+    from replyguard.domain.message_ids import message_id_for
+    from replyguard.domain.outgoing import OutgoingEmail, message_bytes
+
+    key = "02b0d9ec8155ec928d7986e83188d7b5"
+    ours = OutgoingEmail(
+        send_key=key,
+        message_id=message_id_for(key, "northwind.test"),
+        from_name="Dana",
+        from_address="dana@northwind.test",
+        to_name="Ben",
+        to_address="ben@pinecrest.test",
+        subject="Quick question",
+        body="Hi Ben,\n\nwould a call next week be useful?\n\nDana\n",
+        date=datetime(2026, 12, 7, 16, tzinfo=UTC),
+    )
+    path = tmp_path / "sent.eml"
+    path.write_bytes(message_bytes(ours))
+    assert inspect_run([str(path), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["kind"], shown["ours"]) == ("ours", True)
+    assert inspect_run([str(path)]) == 0
+    assert "ours: an email replyguard sent" in capsys.readouterr().out
+    # The same words with a send key that does not match its Message-ID: not ours.
+    path.write_bytes(message_bytes(ours).replace(f"Send-Key: {key}".encode(), b"Send-Key: 0000"))
+    assert inspect_run([str(path), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["ours"] is False and shown["kind"] == "human_reply"

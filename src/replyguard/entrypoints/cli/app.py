@@ -42,6 +42,7 @@ app = typer.Typer(
 # must print as it is. A styled line asks for it (markup=True, its values escaped); a styled
 # table cell is a `Text.from_markup(...)`.
 out = Console(markup=False, highlight=False)
+PIPED_WIDTH = 4096
 err = Console(stderr=True, markup=False, highlight=False)
 
 
@@ -157,6 +158,10 @@ def main_options(
 ) -> None:
     # `main(..., hooks=...)` left the hooks in the context's object.
     ctx.obj = Options(db, now, workspace, transport, hooks=ctx.obj)
+    if not out.is_terminal:
+        # Piped into a file, grep or less: rows at their natural width, an address never
+        # wrapped or cut at Rich's default of 80 columns.
+        out.width = PIPED_WIDTH
 
 
 def open_app(ctx: typer.Context, *, running_clock: bool = False) -> App:
@@ -166,6 +171,14 @@ def open_app(ctx: typer.Context, *, running_clock: bool = False) -> App:
     from replyguard.bootstrap import WorkspaceMissing
 
     instance = opts(ctx).app(running_clock=running_clock)
+    missing = missing_sqlite_file(instance)
+    if missing is not None:
+        instance.close()
+        fail(
+            f"no database at {missing}: `replyguard init` creates one, or point --db "
+            "(REPLYGUARD_DATABASE_URL) at an existing one; the demo `make run` builds is "
+            "--db sqlite:///demo.db"
+        )
     if instance.simulated and (running_clock or instance.simulated != "--now"):
         announce_clock(instance)
     # The command's context owns the app: its engine and transport are closed when the command
@@ -176,6 +189,17 @@ def open_app(ctx: typer.Context, *, running_clock: bool = False) -> App:
     except WorkspaceMissing as exc:
         fail(str(exc))
     return instance
+
+
+def missing_sqlite_file(instance: App) -> str | None:
+    """The path of an SQLite database file that does not exist yet, else None. Only `init` and
+    `demo` create a database: any other command would leave an empty file behind and fail on
+    its first table."""
+    url = instance.engine.url
+    path = url.database
+    if url.get_backend_name() != "sqlite" or not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    return None if Path(path).exists() else path
 
 
 def simulated_note(instance: App) -> str | None:

@@ -29,7 +29,8 @@ _STYLE = {"pass": "[bold green]PASS[/]", "fail": "[bold red]FAIL[/]", "warn": "[
 
 def register(app: typer.Typer) -> None:
     audit_app = typer.Typer(
-        help="Prove on a live campaign that a reply stops it (the article's six checks).",
+        help="Prove on a live campaign that a reply stops it: six checks (reply state, queued "
+        "steps cancelled, the send-time re-check, retries, the owner's notice, an out-of-office pause).",
         invoke_without_command=True,
     )
     audit_app.callback(invoke_without_command=True)(audit)

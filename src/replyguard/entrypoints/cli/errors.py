@@ -47,7 +47,10 @@ def describe(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, DatabaseUrlError | ArgumentError | NoSuchModuleError):
         return EXIT_USAGE, f"{_first_line(exc)} (set --db or REPLYGUARD_DATABASE_URL)"
     if isinstance(exc, OperationalError):
-        return EXIT_PROBLEM, f"cannot open the database: {_database_reason(exc)}"
+        reason = _database_reason(exc)
+        if "no such table" in reason:
+            return EXIT_PROBLEM, f"the database is not set up: run `replyguard init` ({reason})"
+        return EXIT_PROBLEM, f"cannot open the database: {reason}"
     if isinstance(exc, DBAPIError):
         reason = _first_line(exc.orig) if exc.orig is not None else _first_line(exc)
         if "no such table" in reason or "does not exist" in reason:

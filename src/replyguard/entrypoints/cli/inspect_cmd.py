@@ -26,14 +26,37 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 
 
-def _print_table(result: Classification, origin: str) -> None:
+def sent_by_us(raw: bytes, result: Classification) -> str | None:
+    """The send key of an email replyguard itself sent (its Message-ID `<rg.KEY@domain>` and its
+    X-Replyguard-Send-Key header agree), else None. Ingest recognises its own mail by the
+    Message-IDs in the database and keeps it as `ours`, never as a reply; inspect has no
+    database and reads what the email says of itself."""
+    from email.parser import BytesHeaderParser
+    from email.policy import default
+
+    from replyguard.domain.message_ids import send_key_of
+
+    key = send_key_of(result.message_id) if result.message_id else None
+    if key is None:
+        return None
+    try:
+        header = BytesHeaderParser(policy=default).parsebytes(raw).get("X-Replyguard-Send-Key")
+    except (ValueError, TypeError):  # a header that does not parse: not one we wrote
+        return None
+    return key if header is not None and str(header).strip() == key else None
+
+
+def _print_table(result: Classification, origin: str, ours: str | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(show_header=False, title=f"replyguard inspect {origin}")
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
-    table.add_row("kind", result.kind.value)
+    if ours is not None:
+        table.add_row("kind", f"ours: an email replyguard sent (send key {ours}), never a reply")
+    else:
+        table.add_row("kind", result.kind.value)
     table.add_row("return date", result.return_date.isoformat() if result.return_date else "-")
     table.add_row("subject", result.subject)
     table.add_row("from", result.from_address or "-")
@@ -56,10 +79,14 @@ def _one(item_origin: str, raw: bytes, as_json: bool) -> bool:
     except MessageParseError as exc:
         sys.stderr.write(f"replyguard inspect: {item_origin} is not a readable email: {exc}\n")
         return False
+    ours = sent_by_us(raw, result)
     if as_json:
-        sys.stdout.write(json.dumps({"origin": item_origin, **result.to_json()}, ensure_ascii=False) + "\n")
+        fields = {"origin": item_origin, **result.to_json(), "ours": ours is not None}
+        if ours is not None:
+            fields["kind"] = "ours"
+        sys.stdout.write(json.dumps(fields, ensure_ascii=False) + "\n")
     else:
-        _print_table(result, item_origin)
+        _print_table(result, item_origin, ours)
     return True
 
 
