@@ -17,7 +17,7 @@ import shutil
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from email.utils import parsedate_to_datetime
@@ -484,6 +484,21 @@ def test_demo_runs_and_shows_a_reply(tmp_path: Path) -> None:
     rescue = result.stdout[result.stdout.index("Reply Rescue: open threads") :]
     assert "priya@fernhollow.test" in rescue and "interested" in rescue
     assert "Propose two times this week." in rescue and "open" in rescue
+    # The owner hears of the reply when it lands, and a person decides Priya's other product:
+    # nothing more reaches her after her reply, in either sequence.
+    import email
+    from email.utils import parsedate_to_datetime
+
+    replied_at = datetime(2026, 12, 8, 16, 0, tzinfo=UTC)
+    mails = [
+        email.message_from_bytes(p.read_bytes()) for p in (tmp_path / "demo-outbox" / "new").glob("*.eml")
+    ]
+    notices = [m for m in mails if m["To"] and "dana@northwind-analytics.test" in m["To"]]
+    assert [parsedate_to_datetime(m["Date"]) for m in notices] == [replied_at], result.stdout
+    assert "the campaign owner is told: 1 notice(s) delivered" in result.stdout
+    assert "paused until 2027-01-04: Northwind Forecasting" in result.stdout
+    to_priya = [parsedate_to_datetime(m["Date"]) for m in mails if "priya@fernhollow.test" in (m["To"] or "")]
+    assert to_priya and max(to_priya) < replied_at, sorted(to_priya)
 
 
 def test_ingest_mbox_maildir_and_stdin_through_the_cli(ws: Workspace) -> None:

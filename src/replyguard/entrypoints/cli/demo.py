@@ -19,7 +19,7 @@ from sqlalchemy.engine import make_url
 
 from replyguard.adapters.transports.maildir import MaildirTransport
 from replyguard.bootstrap import bootstrap
-from replyguard.domain.clock import FixedClock
+from replyguard.domain.clock import Clock, FixedClock
 from replyguard.domain.leads_csv import read_leads
 from replyguard.domain.states import ReplyKind
 from replyguard.service_layer.actions import approve_steps
@@ -29,6 +29,7 @@ from replyguard.service_layer.leads import find_lead, import_leads
 from replyguard.service_layer.replies import IncomingReply, record_reply
 from replyguard.service_layer.worker import Worker
 
+OWNER = "dana@northwind-analytics.test"  # owns both example campaigns
 START = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)  # a Monday morning, before any window opens
 
 
@@ -73,6 +74,7 @@ def run_demo(db_url: str, examples: Path, outbox: Path, out: Console) -> int:
     replier, replier_product = "priya@fernhollow.test", campaigns[0].product
     away = "marc.keller@brightline-logistics.test"
     sent = 0
+    thread_id: int | None = None
     for hour in range(0, 24 * 10):
         clock.set(START + timedelta(hours=hour))
         if hour == 24 * 4:
@@ -81,8 +83,11 @@ def run_demo(db_url: str, examples: Path, outbox: Path, out: Console) -> int:
                 uow.commit()
             out.print(f"{_t(clock)}  a person approved {approved} 'last note' steps")
         if hour == 24 + 10:
-            _reply(app, replier, replier_product, ReplyKind.HUMAN_REPLY, None, out)
+            thread_id = _reply(app, replier, replier_product, ReplyKind.HUMAN_REPLY, None, out)
             _reply(app, away, replier_product, ReplyKind.OUT_OF_OFFICE, date(2026, 12, 21), out)
+            _deliver_notices(app, out)
+        if hour == 24 + 11 and thread_id is not None:
+            _owner_decides_the_other_product(app, thread_id, out)
         sent += worker.run_once().sent
     out.print(
         f"\n{sent} emails sent into [bold]{escape(str(outbox))}/new[/] (open any .eml with a mail client)\n",
@@ -106,11 +111,43 @@ def _open_threads(app: object, out: Console) -> None:
     print_table(items, "Reply Rescue: open threads (replyguard threads show ID)")
 
 
-def _t(clock: FixedClock) -> str:
+def _t(clock: Clock) -> str:
     return clock.now().strftime("%a %Y-%m-%d %H:%M UTC")
 
 
-def _reply(app: object, email: str, product: str, kind: ReplyKind, back: date | None, out: Console) -> None:
+def _deliver_notices(app: object, out: Console) -> None:
+    """The owner hears of the reply when it lands, as under `up` (the demo's notices are
+    emails into the same Maildir), not days later when `up` first runs."""
+    from replyguard.bootstrap import App
+
+    assert isinstance(app, App)
+    report = app.notice_delivery().run_once()
+    if report.delivered:
+        out.print(f"{_t(app.clock)}  the campaign owner is told: {report.delivered} notice(s) delivered")
+
+
+def _owner_decides_the_other_product(app: object, thread_id: int, out: Console) -> None:
+    """Priya is also in the Forecasting sequence. Its emails are a person's decision, not the
+    machine's: here the owner pauses them while the conversation about Reports goes on (the
+    thread also offers to leave them running)."""
+    from replyguard.bootstrap import App
+    from replyguard.service_layer.decisions import Request, decide
+
+    assert isinstance(app, App)
+    with app.uow() as uow:
+        result = decide(
+            uow, thread_id, Request(action="pause_others", by=OWNER, until=date(2027, 1, 4)), app.settings
+        )
+        uow.commit()
+    out.print(
+        f"{_t(app.clock)}  the owner decided on the other product of thread {thread_id}: {result.message}"
+    )
+
+
+def _reply(
+    app: object, email: str, product: str, kind: ReplyKind, back: date | None, out: Console
+) -> int | None:
+    """Record the reply; the id of the thread it opened for a person, if any."""
     from replyguard.bootstrap import App
 
     assert isinstance(app, App)
@@ -140,6 +177,7 @@ def _reply(app: object, email: str, product: str, kind: ReplyKind, back: date | 
         f"{outcome.rescheduled} moved after the pause — in the same transaction",
         markup=True,
     )
+    return outcome.thread_id
 
 
 def _table(app: object, out: Console) -> None:
