@@ -21,6 +21,10 @@ def test_threads_list_show_send_resolve_and_notify(ws: Workspace, tmp_path: Path
     )
     [thread] = ws.json("threads", "list", now=now)
     assert set(thread) >= FIELDS
+    # Recorded by hand, without a subject: the thread carries the conversation's subject (it
+    # said None, and the answer went out as "Re: your message").
+    [first] = [m for m in ws.emails() if PRIYA in m["To"]]
+    assert thread["subject"] == f"Re: {first['Subject']}"
     assert thread["product"] == PRODUCT and thread["campaign"] == CAMPAIGN and thread["lead"] == PRIYA
     assert thread["intent"] == "question" and thread["recommended_next_step"].startswith("Answer the pricing")
     shown = ws.ok("threads", "show", str(thread["id"]), now=now)
@@ -35,7 +39,8 @@ def test_threads_list_show_send_resolve_and_notify(ws: Workspace, tmp_path: Path
     again = ws.ok("threads", "send", str(thread["id"]), "--body-file", str(body), "--by", "dana", now=now)
     assert "sent to priya@fernhollow.test" in sent and "nothing sent again" in again
     answers = [m for m in ws.emails() if "40 EUR" in m.get_content()]
-    assert len(answers) == 1 and answers[0]["Subject"].startswith("Re: ")
+    assert len(answers) == 1 and answers[0]["Subject"] == f"Re: {first['Subject']}"
+    assert answers[0]["In-Reply-To"] == first["Message-ID"]
     assert ws.lead(PRIYA)["lead"]["reply_state"] == "replied"  # sending never resumes
     notified = ws.json("notify", "--once", now=now)
     assert notified["delivered"] == 1

@@ -279,3 +279,21 @@ def lead_summary(uow: UnitOfWork, email: str) -> dict[str, Any]:
         "timezone": contact.timezone,
         "products": products,
     }
+
+
+def answered_subject(uow: UnitOfWork, lead_id: int) -> str | None:
+    """ "Re: <subject>" of the last email the sequence sent this lead, for a reply recorded by
+    hand without a subject: the thread, its draft and a person's answer then carry the
+    conversation's subject ("Re: your message" otherwise). None when nothing was sent."""
+    last = uow.session.scalar(
+        select(m.Step.subject)
+        .where(
+            m.Step.workspace_id == uow.workspace_id,
+            m.Step.lead_id == lead_id,
+            m.Step.state == StepState.SENT,
+            m.Step.subject.is_not(None),
+        )
+        .order_by(m.Step.sent_at.desc(), m.Step.id.desc())
+        .limit(1)
+    )
+    return f"Re: {last}" if last else None

@@ -25,7 +25,7 @@ from replyguard.domain.states import ReplyKind
 from replyguard.service_layer.actions import approve_steps
 from replyguard.service_layer.campaigns import create_campaign
 from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
-from replyguard.service_layer.leads import find_lead, import_leads
+from replyguard.service_layer.leads import answered_subject, find_lead, import_leads
 from replyguard.service_layer.replies import IncomingReply, record_reply
 from replyguard.service_layer.worker import Worker
 
@@ -161,6 +161,7 @@ def _reply(
                 received_at=app.clock.now(),
                 return_date=back,
                 source="demo",
+                subject=answered_subject(uow, lead.id),
                 text=(
                     "Sounds interesting — can we talk Thursday? Also, how does pricing work for a team of 12?"
                     if back is None

@@ -38,13 +38,16 @@ def reply_record(
         typer.Option("--until", help="Out-of-office only: the date they are back (YYYY-MM-DD, not past)."),
     ] = None,
     text: Annotated[str | None, typer.Option("--text", help="The reply's text, as they wrote it.")] = None,
-    subject: Annotated[str | None, typer.Option("--subject", help="The reply's subject.")] = None,
+    subject: Annotated[
+        str | None,
+        typer.Option("--subject", help="The reply's subject (default: Re: the last email sent to the lead)."),
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Record a reply: in one transaction the lead's state moves and its queued steps stop."""
     from replyguard.domain.states import ReplyKind
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.leads import LeadNotFound, find_lead
+    from replyguard.service_layer.leads import LeadNotFound, answered_subject, find_lead
     from replyguard.service_layer.replies import IncomingReply, record_reply
 
     try:
@@ -74,7 +77,7 @@ def reply_record(
                     received_at=instance.clock.now(),
                     return_date=return_date,
                     text=text,
-                    subject=subject,
+                    subject=subject or answered_subject(uow, lead_row.id),
                     from_address=lead.lower(),
                     source="cli",
                 ),
