@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from replyguard.domain.leads_csv import LeadFileError, LeadRow, RowError, read_leads
+from replyguard.domain.leads_csv import LeadFileError, LeadRow, RowError, read_leads, safe_cell, write_csv
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HEADER = b"email,first_name,last_name,company,timezone\r\n"
@@ -133,3 +133,22 @@ def test_quoted_cells_over_several_lines_and_doubled_quotes_still_read() -> None
     good, bad = parse(data)
     assert [r.line for r in bad] == [2]  # a line break is refused in a header value, by its line
     assert [(r.line, r.company) for r in good] == [(4, 'say "hi"')]
+
+
+@pytest.mark.parametrize(
+    ("cell", "shown"),
+    [
+        ("=1+1", "'=1+1"),
+        ("+1 555 0100", "'+1 555 0100"),
+        ("-Bo", "'-Bo"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\t=1", "'\t=1"),
+        ("  =1+1", "'  =1+1"),  # Excel runs it after leading spaces too
+        ("Ada = Lovelace", "Ada = Lovelace"),
+        ("ada@one.test", "ada@one.test"),
+        ("", ""),
+    ],
+)
+def test_an_exported_cell_never_starts_a_formula(cell: str, shown: str) -> None:
+    assert safe_cell(cell) == shown
+    assert write_csv(["c"], [[cell]]).splitlines()[1].strip('"') == shown.replace('"', '""')

@@ -1,7 +1,8 @@
 """Lead files (CSV) as validated rows.
 
 A bad row is reported with its line number and skipped; good rows are kept. Columns follow
-`examples/leads.csv`; any other column is kept as a custom field usable in templates.
+`examples/leads.csv`; any other column is kept as a custom field usable in templates. Exports
+go out through `write_csv`, formula-safe for spreadsheets.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from replyguard.domain.addresses import (
@@ -145,3 +146,23 @@ def _row(header: list[str], record: list[str], line: int, seen: dict[str, int]) 
         owner=owner,
         custom={k: values[k] for k in header if k not in KNOWN_COLUMNS},
     )
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(...) from a
+# lead's company name), and Excel also after leading spaces or a tab (OWASP, "CSV Injection").
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def safe_cell(value: str) -> str:
+    """`value` as a spreadsheet shows it and never runs it: a cell that would start a formula
+    gets a leading apostrophe (shown by no spreadsheet, kept by every CSV reader)."""
+    return "'" + value if value.lstrip(" ").startswith(_FORMULA_START) else value
+
+
+def write_csv(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A CSV file (RFC 4180, CRLF) whose every cell went through `safe_cell`."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(header)
+    writer.writerows([safe_cell(cell) for cell in row] for row in rows)
+    return buffer.getvalue()

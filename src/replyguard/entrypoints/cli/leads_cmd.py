@@ -7,6 +7,7 @@ A lead belongs to a product that exists: `campaign create` creates a campaign's 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -96,6 +97,10 @@ def leads_list(
         ),
     ] = None,
     as_json: ListJson = False,
+    as_csv: Annotated[
+        bool,
+        typer.Option("--csv", help="Print a CSV file (formula-safe for spreadsheets) instead of a table."),
+    ] = False,
 ) -> None:
     """Every lead (of a product, in a state) with its reply state and its steps."""
     from replyguard.domain.states import ReplyState
@@ -113,6 +118,12 @@ def leads_list(
         fail(str(exc))
     if as_json:
         emit_json([asdict(lead) for lead in leads])
+        return
+    if as_csv:
+        from replyguard.domain.leads_csv import write_csv
+        from replyguard.service_layer.queries.leads import EXPORT_HEADER, export_rows
+
+        sys.stdout.write(write_csv(EXPORT_HEADER, export_rows(leads)))
         return
     table = Table(title="leads")
     for column in ("email", "name", "company", "product", "state", "since", "queued", "sent"):

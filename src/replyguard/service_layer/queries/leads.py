@@ -297,3 +297,24 @@ def _timeline(uow: UnitOfWork, products: dict[int, str]) -> list[TimelineEntry]:
             )
         )
     return entries
+
+
+EXPORT_HEADER = ("email", "name", "company", "product", "reply_state", "since", "queued", "sent")
+
+
+def export_rows(leads: list[LeadListing]) -> list[tuple[str, ...]]:
+    """The rows of a lead export (`leads list --csv`, the Leads page's Export CSV)."""
+    queued = ("scheduled", "claimed", "awaiting_approval")
+    return [
+        (
+            lead.email,
+            lead.name,
+            lead.company,
+            lead.product,
+            lead.reply_state,
+            lead.reply_state_updated_at.isoformat(timespec="seconds"),
+            str(sum(lead.steps.get(s, 0) for s in queued)),
+            str(lead.steps.get("sent", 0)),
+        )
+        for lead in leads
+    ]

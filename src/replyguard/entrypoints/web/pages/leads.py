@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from replyguard.domain.access import Capability
-from replyguard.domain.leads_csv import LeadFileError, read_leads
+from replyguard.domain.leads_csv import LeadFileError, read_leads, write_csv
 from replyguard.domain.states import ReplyState
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
@@ -18,7 +18,13 @@ from replyguard.entrypoints.web.products import BadProduct, picked_product
 from replyguard.entrypoints.web.security import Guards, Viewer
 from replyguard.entrypoints.web.uploads import read_upload
 from replyguard.service_layer.bulk import import_in_chunks
-from replyguard.service_layer.queries.leads import lead_detail, search_leads
+from replyguard.service_layer.queries.leads import (
+    EXPORT_HEADER,
+    export_rows,
+    lead_detail,
+    list_leads,
+    search_leads,
+)
 from replyguard.service_layer.queries.products import product_names
 
 
@@ -34,6 +40,18 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             found = search_leads(uow, q[:200], state=state or None, page=max(1, page))
         context = {"viewer": who, "active": "leads", "q": q, "state": state, "states": list(ReplyState)}
         return ctx.renderer.page(request, "leads.html", {**context, "leads": found})
+
+    @routes.get("/leads/export.csv")
+    def export_leads(who: Who, state: str = "") -> Response:
+        """Every lead (in a reply state) as a CSV file, formula-safe for spreadsheets."""
+        state = state if state in set(ReplyState) else ""
+        with ctx.scoped.read(who.workspace_id) as uow:
+            rows = export_rows(list_leads(uow, state=state or None))
+        return Response(
+            write_csv(EXPORT_HEADER, rows),
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": 'attachment; filename="leads.csv"'},
+        )
 
     def render_import(request: Request, who: Viewer, *, status: int = 200, **extra: Any) -> Response:
         with ctx.scoped.read(who.workspace_id) as uow:
