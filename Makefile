@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 RG     := $(VENV)/bin/replyguard
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-fast lint fmt eval eval-bounces classify-cost torture torture-long bench clean lock
+.PHONY: help run test test-fast screens lint fmt eval eval-bounces classify-cost torture torture-long bench clean lock
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -74,6 +74,9 @@ run: $(VENV)/.runtime ## Demo workspace on SQLite, then web + worker at http://1
 test: $(VENV)/.installed ## Run the whole suite (SQLite, and PostgreSQL when reachable)
 	$(PY) -m pytest -n 3 -m 'not serial' $(PYTEST_ARGS)
 	$(PY) -m pytest -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS selected none
+
+screens: $(VENV)/.installed ## Screenshots of every page at 390 and 1,280 px into docs/screens/ (the README's)
+	REPLYGUARD_SCREENS=docs/screens $(PY) -m pytest tests/web/test_responsive.py -q -p no:randomly
 
 test-fast: $(VENV)/.installed ## Unit tests only
 	$(PY) -m pytest tests/unit -q

@@ -28,6 +28,19 @@ document.addEventListener("DOMContentLoaded", () => {
       for (const button of form.querySelectorAll("button[type=submit]")) button.setAttribute("aria-busy", "true");
     });
   }
+  // On a narrow screen the navigation folds into its "Menu" (open without JavaScript).
+  const menu = document.querySelector("details.menu");
+  if (menu && window.matchMedia("(max-width: 820px)").matches) menu.open = false;
+  // Stacked tables on a narrow screen: each cell says which column it is.
+  for (const table of document.querySelectorAll("table")) {
+    const heads = [...table.querySelectorAll("thead th")].map((th) => th.textContent.trim());
+    if (!heads.length) continue;
+    for (const row of table.querySelectorAll("tbody tr")) {
+      [...row.children].forEach((cell, i) => {
+        if (heads[i] && !cell.hasAttribute("data-label")) cell.setAttribute("data-label", heads[i]);
+      });
+    }
+  }
   // Show times in the reader's own zone as a tooltip: <time datetime="...">.
   for (const t of document.querySelectorAll("time[datetime]")) {
     const when = new Date(t.getAttribute("datetime"));
