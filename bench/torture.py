@@ -126,6 +126,10 @@ class Profile:
     stall_before_data: str = "0.3@0.25"
     #: Run `bench/broken_guard_worker.py` instead of the real worker: the checker must fail.
     broken_guard: bool = False
+    #: Keep the replies and faults going past `duration` (up to five times as long) until this
+    #: many replies found a step in flight: a loaded machine starts its workers late and sends
+    #: less in the same seconds, and a run about the race must have raced. 0: stop on time.
+    until_in_flight: int = 0
 
 
 PROFILES = {
@@ -615,6 +619,7 @@ def run(
                 thread.start()
             phases["setup"] = time.monotonic() - started
             stop.wait(profile.duration)
+            _extend_until_raced(profile, replies, guard, stop)
             stop.set()
             threads[-1].join(timeout=60)  # the chaos thread first: no more stops after this
             workers.stop_all()  # SIGCONT then SIGTERM: a stopped worker may hold a lead lock
@@ -633,6 +638,20 @@ def run(
             drop_database(admin_url, dbname)
     phases["total"] = time.monotonic() - started
     return report_of(profile, seed, tally, behaviours, replies, passes, verdict, phases)
+
+
+def _extend_until_raced(
+    profile: Profile, replies: list[dict[str, Any]], guard: threading.Lock, stop: threading.Event
+) -> None:
+    """Past the duration, until `profile.until_in_flight` replies found a step in flight (or
+    four more durations went by)."""
+    deadline = time.monotonic() + 4 * profile.duration
+    while profile.until_in_flight and time.monotonic() < deadline:
+        with guard:
+            raced = sum(1 for r in replies if r.get("in_flight"))
+        if raced >= profile.until_in_flight:
+            return
+        stop.wait(0.2)
 
 
 def report_of(

@@ -49,7 +49,11 @@ def test_the_checker_catches_a_broken_guard() -> None:
     # must stay under the harness's 2 s transport timeout, which covers the whole send.)
     quiet = {"sigkill_every": 1e9, "sigstop_every": 1e9, "terminate_every": 1e9, "failpoint_share": 0.0}
     # 60 leads: a stalled send is in flight whatever the size; fewer steps left to drain after.
-    report = _short(broken_guard=True, leads=60, duration=10, stall_before_data="1.0@1.0", **quiet)
+    # On a loaded machine the workers start late: the run goes on (up to 50 s) until a reply
+    # has found a send in flight, instead of ending with nothing raced.
+    report = _short(
+        broken_guard=True, leads=60, duration=10, stall_before_data="1.0@1.0", until_in_flight=1, **quiet
+    )
     landed_in_flight = report["replies"]["found_a_step_in_flight"]
     assert landed_in_flight > 0, "no reply raced a send: the run proves nothing"
     assert report["zero_counts"]["sends started after the reply committed"] > 0
