@@ -197,7 +197,8 @@ def _instant(value: datetime | str | None) -> datetime:
         found = value
     else:
         try:
-            found = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+            text = str(value).strip().removesuffix("UTC").strip().replace("Z", "+00:00")
+            found = datetime.fromisoformat(text)
         except ValueError:
             raise BadDecision(f"not a time like 2026-12-24T09:00: {str(value)[:40]!r}") from None
     return found if found.tzinfo else found.replace(tzinfo=UTC)

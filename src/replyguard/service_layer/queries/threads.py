@@ -22,7 +22,7 @@ from replyguard.adapters.db import models as m
 from replyguard.domain.intent import LABELS, Intent
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.states import ThreadState
-from replyguard.service_layer.queries import Page, bounds, paged
+from replyguard.service_layer.queries import Page, bounds, like_pattern, paged
 from replyguard.service_layer.queries.thread_contexts import contexts_for
 from replyguard.service_layer.thread_context import next_step_for
 from replyguard.service_layer.uow import UnitOfWork
@@ -46,6 +46,8 @@ class InboxFilter:
     owner: str | None = None
     kind: str | None = None
     audit: bool = False
+    #: Words to find in the lead's name, address or company, or in what they wrote.
+    q: str | None = None
 
     def __post_init__(self) -> None:
         if self.state not in STATES:
@@ -76,6 +78,8 @@ class InboxRow:
     snoozed_until: datetime | None
     created_at: datetime
     updated_at: datetime
+    #: The first line of what they wrote (their new text, quotes left out), for the inbox row.
+    first_line: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +130,40 @@ def _where(uow: UnitOfWork, f: InboxFilter) -> list[ColumnElement[bool]]:
         found.append(RT.kind == f.kind)
     if f.owner:
         found.append(or_(RT.owner == f.owner, RT.assignee == f.owner))
+    if f.q and f.q.strip():
+        found.append(_matches(uow, f.q))
     return found
+
+
+def _matches(uow: UnitOfWork, q: str) -> ColumnElement[bool]:
+    """Every word of `q` in the lead's name, address or company, or in what they wrote."""
+    conditions = []
+    for word in q.split()[:8]:
+        like = like_pattern(word)
+        people = (
+            select(m.Lead.id)
+            .join(m.Contact, m.Contact.id == m.Lead.contact_id)
+            .join(m.ContactAddress, m.ContactAddress.contact_id == m.Contact.id)
+            .where(
+                m.Lead.workspace_id == uow.workspace_id,
+                or_(
+                    (m.Contact.first_name + " " + m.Contact.last_name).ilike(like, escape="\\"),
+                    m.Contact.company.ilike(like, escape="\\"),
+                    m.ContactAddress.address.ilike(like, escape="\\"),
+                ),
+            )
+        )
+        conditions.append(or_(RT.lead_id.in_(people), RT.text.ilike(like, escape="\\")))
+    return and_(*conditions)
+
+
+def first_line(text: str | None, limit: int = 140) -> str:
+    """The first line that says something, shortened to `limit` characters."""
+    for raw in (text or "").splitlines():
+        line = " ".join(raw.split())
+        if line and not line.startswith(">"):
+            return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    return ""
 
 
 def _state_where(f: InboxFilter, now: datetime) -> list[ColumnElement[bool]]:
@@ -194,6 +231,7 @@ def inbox(
                 snoozed_until=thread.snoozed_until,
                 created_at=thread.created_at,
                 updated_at=thread.updated_at,
+                first_line=first_line(thread.text),
             )
         )
     return paged(items, page, per_page)

@@ -330,6 +330,7 @@ class ThreadRow(Model):
     snoozed_until: datetime | None
     created_at: datetime
     updated_at: datetime
+    first_line: str = Field(description="The first line of what they wrote (quotes left out)")
 
 
 class OtherProduct(BaseModel):

@@ -39,8 +39,12 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         owner: Annotated[str, Query(max_length=320, description="The owner or the assignee")] = "",
         kind: Text = "",
         audit: Annotated[bool, Query(description="The audit's canary threads instead")] = False,
+        q: Annotated[
+            str,
+            Query(max_length=200, description="Words in the lead's name, address or company, or their text"),
+        ] = "",
     ) -> tq.InboxFilter:
-        return inbox_filter(state, product, campaign, intent, owner, kind, audit)
+        return inbox_filter(state, product, campaign, intent, owner, kind, audit, q)
 
     Filter = Annotated[tq.InboxFilter, Depends(filters)]
 

@@ -14,6 +14,7 @@ from replyguard.entrypoints.web.pages import (
     campaign_new,
     campaigns,
     inbound,
+    inbox_bulk,
     leads,
     mailboxes,
     reports,
@@ -28,6 +29,7 @@ def routers(ctx: WebContext, guards: Guards) -> list[APIRouter]:
     protected = APIRouter(dependencies=[Depends(guards.csrf)], include_in_schema=False)
     modules = (
         threads,
+        inbox_bulk,
         campaign_new,
         campaigns,
         leads,

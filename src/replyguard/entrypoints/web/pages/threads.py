@@ -4,6 +4,7 @@ press Send (`person_send.send_reply`; a double submit is one email)."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
 
+from datetime import timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form
@@ -26,10 +27,11 @@ _TEXT = 200  # longest filter value read from a URL
 
 
 def inbox_filter(
-    state: str, product: str, campaign: str, intent: str, owner: str, kind: str, audit: bool
+    state: str, product: str, campaign: str, intent: str, owner: str, kind: str, audit: bool, q: str = ""
 ) -> tq.InboxFilter:
     """The filter a URL asks for; anything unknown is simply not filtered on."""
     return tq.InboxFilter(
+        q=" ".join(q[:_TEXT].split()) or None,
         state=state if state in tq.STATES else "open",
         product=product[:_TEXT] or None,
         campaign=campaign[:_TEXT] or None,
@@ -38,6 +40,16 @@ def inbox_filter(
         kind=kind if kind in tq.KINDS else None,
         audit=audit,
     )
+
+
+def waited(delta: timedelta) -> str:
+    """How long a thread has waited, as a person says it: "12 min", "5 h", "9 days"."""
+    minutes = max(0, int(delta.total_seconds() // 60))
+    if minutes < 60:
+        return f"{minutes} min"
+    if minutes < 48 * 60:
+        return f"{minutes // 60} h"
+    return f"{minutes // (24 * 60)} days"
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
@@ -58,14 +70,21 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         kind: str = "",
         audit: int = 0,
         page: int = 1,
+        q: str = "",
     ) -> Response:
-        f = inbox_filter(state, product, campaign, intent, owner, kind, audit == 1)
+        f = inbox_filter(state, product, campaign, intent, owner, kind, audit == 1, q)
         with ctx.scoped.read(who.workspace_id) as uow:
             counts = tq.inbox_counts(uow, f)
             rows = tq.inbox(uow, settings, f, page=max(1, page))
             options = tq.filter_options(uow)
+        now = ctx.app.clock.now()
         context = {"viewer": who, "active": "inbox", "f": f, "counts": counts, "rows": rows}
-        context.update(options=options, states=tq.STATES)
+        context.update(
+            options=options,
+            states=tq.STATES,
+            waited={row.id: waited(now - row.created_at) for row in rows.items},
+            back=str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""),
+        )
         return ctx.renderer.page(request, "inbox.html", context)
 
     def render_thread(

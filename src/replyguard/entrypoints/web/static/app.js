@@ -41,6 +41,83 @@ document.addEventListener("DOMContentLoaded", () => {
       });
     }
   }
+  // Filters apply as soon as one changes (the Filter button stays for a browser without this).
+  for (const form of document.querySelectorAll("form[data-autosubmit]")) {
+    for (const field of form.querySelectorAll("select, input[type=checkbox]")) {
+      field.addEventListener("change", () => form.requestSubmit());
+    }
+  }
+  // Inbox triage by keyboard: j/k move, Enter opens, x chooses, e done, a assign to me,
+  // / search, ? the keys. Typing in a field is never taken for a key.
+  const list = document.querySelector("table[data-keyboard]");
+  if (list) {
+    const rows = () => [...list.querySelectorAll("tbody tr[data-thread]")];
+    let at = -1;
+    const move = (to) => {
+      const all = rows();
+      if (!all.length) return;
+      at = Math.max(0, Math.min(all.length - 1, to));
+      all.forEach((row, i) => {
+        row.classList.toggle("current", i === at);
+        row.setAttribute("aria-selected", i === at ? "true" : "false");
+      });
+      all[at].scrollIntoView({ block: "nearest" });
+    };
+    const current = () => rows()[at];
+    const decide = (action) => {
+      const row = current();
+      const form = document.getElementById("bulk");
+      if (!row || !form) return;
+      for (const box of document.querySelectorAll("input[name=ids]")) box.checked = false;
+      const box = row.querySelector("input[name=ids]");
+      if (!box) return;
+      box.checked = true;
+      // After the page comes back, the keyboard is on the thread that followed this one.
+      const next = rows()[at + 1];
+      if (next) sessionStorage.setItem("rg-inbox-next", next.dataset.thread);
+      form.querySelector(`button[value=${action}]`).click();
+    };
+    // Enter in the snooze field snoozes (the form's first button would assign).
+    const until = document.querySelector("#bulk input[name=until_at]");
+    if (until) {
+      until.addEventListener("keydown", (event) => {
+        if (event.key !== "Enter") return;
+        event.preventDefault();
+        document.querySelector("#bulk button[value=snooze]").click();
+      });
+    }
+    const remembered = sessionStorage.getItem("rg-inbox-next");
+    sessionStorage.removeItem("rg-inbox-next");
+    const start = rows().findIndex((row) => row.dataset.thread === remembered);
+    move(start < 0 ? 0 : start);
+    document.addEventListener("keydown", (event) => {
+      const target = event.target;
+      if (event.ctrlKey || event.metaKey || event.altKey) return;
+      if (target instanceof HTMLElement && target.closest("a, input, select, textarea, button, dialog, summary")) return;
+      const keys = {
+        j: () => move(at + 1),
+        k: () => move(at - 1),
+        Enter: () => current() && current().querySelector("a").click(),
+        x: () => {
+          const box = current() && current().querySelector("input[name=ids]");
+          if (box) box.checked = !box.checked;
+        },
+        e: () => decide("done"),
+        a: () => decide("assign_me"),
+        "/": () => document.querySelector("input[name=q]").focus(),
+        s: () => {
+          const box = current() && current().querySelector("input[name=ids]");
+          if (box && ![...document.querySelectorAll("input[name=ids]")].some((b) => b.checked)) box.checked = true;
+          document.querySelector("#bulk input[name=until_at]").focus();
+        },
+        "?": () => document.getElementById("keys-help").showModal(),
+      };
+      const act = keys[event.key];
+      if (!act) return;
+      event.preventDefault();
+      act();
+    });
+  }
   // Show times in the reader's own zone as a tooltip: <time datetime="...">.
   for (const t of document.querySelectorAll("time[datetime]")) {
     const when = new Date(t.getAttribute("datetime"));
