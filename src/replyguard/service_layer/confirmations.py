@@ -17,7 +17,7 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import InvalidAddress, base_address, domain_of, normalize_address
 from replyguard.domain.next_step import ThreadKind
-from replyguard.domain.states import ReplyKind
+from replyguard.domain.states import Actor, ReplyKind, ReplyState, check_reply_move
 from replyguard.service_layer import threads
 from replyguard.service_layer.hooks import Hooks
 from replyguard.service_layer.matching import is_our_mailbox
@@ -121,9 +121,9 @@ def confirm_sender(
     by: str,
     hooks: Hooks | None = None,
 ) -> ReplyOutcome | None:
-    """A person says the sender speaks for the lead: learn the address (unless it is ours or
-    taken by now) and apply the unsubscribe, in one transaction. The caller commits. Returns
-    the unsubscribe's outcome, if there was one to apply."""
+    """A person says the message is genuine: learn the address (unless it is ours or taken by
+    now), and apply the unsubscribe, hard bounce or pause it was held for, in one
+    transaction. The caller commits. Returns the outcome of what was applied, if anything."""
     confirmation = _pending(uow, confirmation_id)
     if confirmation is None:
         return None
@@ -143,7 +143,7 @@ def confirm_sender(
             )
             uow.session.flush()
             uow.add_event("alternate_learned", lead_id=confirmation.lead_id, address=address, by=by)
-    outcome = None
+    outcome = _apply_held(uow, confirmation, settings, by=by, hooks=hooks)
     if confirmation.unsubscribe:
         outcome = record_reply(
             uow,
@@ -161,6 +161,37 @@ def confirm_sender(
         )
     _decide(uow, confirmation, "confirmed", by)
     return outcome
+
+
+def _apply_held(
+    uow: UnitOfWork, confirmation: m.SenderConfirmation, settings: Settings, *, by: str, hooks: Hooks | None
+) -> ReplyOutcome | None:
+    """A hard bounce or an absence that lacked its proof (domain/trust.py) and held the lead:
+    confirmed, it now has its whole effect — the address suppressed, or the pause."""
+    reply = uow.session.get(m.Reply, confirmation.reply_id) if confirmation.reply_id else None
+    if reply is None or reply.kind not in (ReplyKind.BOUNCE_HARD, ReplyKind.OUT_OF_OFFICE):
+        return None
+    lead = uow.session.get_one(m.Lead, confirmation.lead_id, populate_existing=True)
+    if reply.kind == ReplyKind.OUT_OF_OFFICE and lead.reply_state == ReplyState.HELD:
+        # The person takes the hold back so that the pause applies as it would have.
+        check_reply_move(ReplyState.HELD, ReplyState.ACTIVE, Actor.PERSON)
+        lead.reply_state, lead.hold_reason = ReplyState.ACTIVE, None
+    return record_reply(
+        uow,
+        confirmation.lead_id,
+        IncomingReply(
+            kind=ReplyKind(reply.kind),
+            received_at=uow.clock.now(),
+            return_date=reply.return_date,
+            from_address=reply.from_address,
+            evidence=(f"confirmed-by:{by}",),
+            source="person",
+            inbound_message_id=confirmation.inbound_message_id,
+            bounce_reason=reply.bounce_reason,
+        ),
+        settings,
+        hooks,
+    )
 
 
 def reject_sender(uow: UnitOfWork, confirmation_id: int, *, by: str) -> None:
