@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -27,7 +28,16 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.service_layer.confirmations import confirm_sender
 from replyguard.service_layer.ingest import ingest_raw
-from tests.support.identity import AISHA, DANA, MARC, PRIYA, first_sent, raw_mail, sent_workspace
+from tests.support.identity import (
+    AISHA,
+    DANA,
+    MARC,
+    PRIYA,
+    first_sent,
+    outbox_messages,
+    raw_mail,
+    sent_workspace,
+)
 from tests.support.scenario import FORECASTING, REPORTS, lead_state, run_days, step_counts
 
 TRUSTED_ID = "mx.northwind.test"  # our receiving MTA: its headers cannot be forged
@@ -249,6 +259,19 @@ def test_a_bounce_to_our_signed_return_path_suppresses_without_any_message_id(
     result = ingest_raw(app, forged("bounce", AISHA, "absent", to=bounce_address(secret, key, DANA)), "imap")
     assert "match:return-path" in result.evidence and "bound:verp" in result.evidence
     assert lead_state(app, AISHA, REPORTS) == "bounced" and harm(app).suppressions == 1
+
+
+def test_each_email_goes_out_with_its_own_signed_return_path(
+    app: App, clock: FixedClock, tmp_path: Path
+) -> None:
+    # What the worker wrote (the outbox is a Maildir): the bounce to it is bound, with no id.
+    sent_workspace(_trusting(app), clock)
+    key = first_sent(app, AISHA, REPORTS).send_key
+    [sent] = [raw for raw in outbox_messages(tmp_path / "outbox") if key.encode() in raw]
+    path = sent.split(b"\r\n", 1)[0].decode()
+    assert path.startswith("Return-Path: <dana+bounces-") and key in path
+    result = ingest_raw(app, forged("bounce", AISHA, "absent", to=path.split("<")[1].rstrip(">")), "imap")
+    assert "bound:verp" in result.evidence and lead_state(app, AISHA, REPORTS) == "bounced"
 
 
 def test_a_return_path_with_a_made_up_signature_binds_nothing(app: App, clock: FixedClock) -> None:
