@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -318,3 +319,34 @@ def test_no_unbound_unaligned_message_suppresses_or_unsubscribes_anyone(
         raw = raw.replace(f"{TRUSTED_ID}; ".encode(), b"")
     ingest_raw(app, raw, "imap")
     assert harm(app).none, (case, harm(app))
+
+
+def _ses_bounce(victim: str, message_id: str | None) -> bytes:
+    mail: dict[str, object] = {"messageId": "0100018c-ses-id"}
+    if message_id:
+        mail["commonHeaders"] = {"messageId": message_id}
+    event = {
+        "notificationType": "Bounce",
+        "bounce": {
+            "bounceType": "Permanent",
+            "bouncedRecipients": [
+                {"emailAddress": victim, "status": "5.1.1", "diagnosticCode": "smtp; 550 5.1.1"}
+            ],
+        },
+        "mail": mail,
+    }
+    body = json.dumps({"Type": "Notification", "Message": json.dumps(event)})
+    headers = [("From", "no-reply@sns.amazonaws.test"), ("To", DANA), ("Subject", "AWS Notification Message")]
+    return raw_mail([*headers, ("Message-ID", f"<sns-{next(_IDS)}@sns.test>")], body)
+
+
+def test_a_provider_bounce_event_naming_our_email_is_bound_and_one_naming_none_waits(
+    app: App, clock: FixedClock
+) -> None:
+    sent_workspace(_trusting(app), clock)
+    result = ingest_raw(app, _ses_bounce(AISHA, None), "imap")  # anyone can write this JSON
+    assert result.kind == "bounce_hard" and "bound:none" in result.evidence
+    assert harm(app).none and lead_state(app, AISHA, REPORTS) == "held"
+    ours = first_sent(app, MARC, REPORTS).message_id
+    result = ingest_raw(app, _ses_bounce(MARC, ours), "imap")
+    assert "bound:message-id" in result.evidence and lead_state(app, MARC, REPORTS) == "bounced"
