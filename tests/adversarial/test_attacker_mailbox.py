@@ -350,3 +350,11 @@ def test_a_provider_bounce_event_naming_our_email_is_bound_and_one_naming_none_w
     ours = first_sent(app, MARC, REPORTS).message_id
     result = ingest_raw(app, _ses_bounce(MARC, ours), "imap")
     assert "bound:message-id" in result.evidence and lead_state(app, MARC, REPORTS) == "bounced"
+
+
+def test_an_unproven_message_tells_its_owner_once_and_asks_to_confirm(app: App, clock: FixedClock) -> None:
+    sent_workspace(_trusting(app), clock)
+    ingest_raw(app, forged("bounce", PRIYA, "none"), "imap")
+    with app.uow() as uow:
+        kinds = list(uow.session.scalars(select(m.Notice.kind)))
+    assert kinds == ["confirm_sender"]  # not also "the address bounced"

@@ -128,10 +128,14 @@ def is_aligned(
     return report and any(aligned(from_domain, p) for p in PROVIDER_DOMAINS.get(lead_domain, ()))
 
 
+def needs_proof(kind: ReplyKind) -> bool:
+    rule = TRUST_TABLE.get(kind)
+    return rule is not None and rule.needs is Need.PROOF
+
+
 def permits(kind: ReplyKind, proof: Proof) -> bool:
     """Whether `kind`'s whole effect may be applied on this proof (else its safe half)."""
-    rule = TRUST_TABLE.get(kind)
-    if rule is None or rule.needs is Need.NOTHING:
+    if not needs_proof(kind):
         return True
     if proof.aligned:
         return True
