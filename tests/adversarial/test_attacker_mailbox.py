@@ -27,7 +27,7 @@ from sqlalchemy import func, select
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.confirmations import confirm_sender
+from replyguard.service_layer.confirmations import confirm_sender, pending_confirmations
 from replyguard.service_layer.ingest import ingest_raw
 from tests.support.identity import (
     AISHA,
@@ -219,8 +219,13 @@ def test_the_hand_made_bounce_of_the_issue_waits_for_a_person_who_can_confirm_it
     [reason] = pending_reasons(app)
     assert f"relay.{ATTACKER}" in reason and "fail" in reason and "dmarc=fail" in reason
     with app.uow() as uow:
-        pending = uow.session.scalars(select(m.SenderConfirmation)).one()
-        confirm_sender(uow, pending.id, app.settings, by=DANA)  # a person says it is real
+        [listed] = pending_confirmations(uow)  # what `replyguard senders list` shows
+        assert (listed["held_effect"], listed["unsubscribe"], listed["learn_address"]) == (
+            "bounce_hard",
+            False,
+            False,
+        )
+        confirm_sender(uow, listed["id"], app.settings, by=DANA)  # a person says it is real
         uow.commit()
     # Suppressed; she has another address, so the lead waits for a person (reply_policy).
     assert lead_state(app, PRIYA, REPORTS) == "held" and harm(app).suppressions == 1

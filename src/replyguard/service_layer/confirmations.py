@@ -209,7 +209,7 @@ def pending_confirmations(uow: UnitOfWork) -> list[dict[str, Any]]:
         .where(m.SenderConfirmation.workspace_id == uow.workspace_id, m.SenderConfirmation.state == "pending")
         .order_by(m.SenderConfirmation.id)
     )
-    return [_view(row) for row in rows]
+    return [_view(uow, row) for row in rows]
 
 
 def confirmation_view(uow: UnitOfWork, confirmation_id: int) -> dict[str, Any]:
@@ -222,16 +222,23 @@ def confirmation_view(uow: UnitOfWork, confirmation_id: int) -> dict[str, Any]:
     )
     if row is None:
         raise ConfirmationNotFound(f"no sender confirmation {confirmation_id}")
-    return _view(row)
+    return _view(uow, row)
 
 
-def _view(row: m.SenderConfirmation) -> dict[str, Any]:
+def _view(uow: UnitOfWork, row: m.SenderConfirmation) -> dict[str, Any]:
+    reply = uow.session.get(m.Reply, row.reply_id) if row.reply_id else None
+    held = (
+        reply.kind
+        if reply is not None and reply.kind in (ReplyKind.BOUNCE_HARD, ReplyKind.OUT_OF_OFFICE)
+        else None
+    )
     return {
         "id": row.id,
         "lead_id": row.lead_id,
         "sender": row.sender,
         "learn_address": row.learn_address,
         "unsubscribe": row.unsubscribe,
+        "held_effect": str(held) if held else None,  # a hard bounce or a pause held for the decision
         "why": row.reason,
         "state": row.state,
         "created_at": row.created_at.isoformat(),
