@@ -363,3 +363,28 @@ def test_an_unproven_message_tells_its_owner_once_and_asks_to_confirm(app: App, 
     with app.uow() as uow:
         kinds = list(uow.session.scalars(select(m.Notice.kind)))
     assert kinds == ["confirm_sender"]  # not also "the address bounced"
+
+
+def test_a_colleague_authenticated_for_her_domain_in_her_thread_unsubscribes_no_one(
+    app: App, clock: FixedClock
+) -> None:
+    # DMARC passes for fernhollow.test, Priya's domain, but the From is not Priya: her domain
+    # is authenticated, she is not.
+    sent_workspace(_trusting(app), clock)
+    first = first_sent(app, PRIYA, REPORTS)
+    colleague = "it-desk@fernhollow.test"
+    raw = raw_mail(
+        [
+            *_auth("pass-aligned", colleague),
+            ("From", colleague),
+            ("To", DANA),
+            ("Subject", f"Re: {first.subject}"),
+            ("Message-ID", "<colleague-1@fernhollow.test>"),
+            ("In-Reply-To", first.message_id),
+        ],
+        "Please unsubscribe this address from your list.\n",
+    )
+    result = ingest_raw(app, raw, "imap")
+    assert result.kind == "unsubscribe" and "match:unknown-sender" in result.evidence
+    assert harm(app).none and lead_state(app, PRIYA, REPORTS) == "replied"
+    assert len(pending_reasons(app)) == 1

@@ -32,6 +32,7 @@ def test_every_reply_kind_has_a_row_and_the_irreversible_ones_need_proof() -> No
         (Proof(Binding.MESSAGE_ID, Verdict.FAIL, aligned=False), False),  # bound, but forged From
         (Proof(Binding.MESSAGE_ID, Verdict.PASS, aligned=False, sender_known=False), False),  # a stranger
         (Proof(Binding.NONE, Verdict.PASS, aligned=True), True),
+        (Proof(Binding.MESSAGE_ID, Verdict.PASS, aligned=True, sender_known=False), False),  # her colleague
         (Proof(Binding.NONE, Verdict.PASS, aligned=False), False),  # passes for its own domain
         (Proof(Binding.NONE, Verdict.NONE, aligned=False), False),
         (Proof(Binding.NONE, Verdict.FAIL, aligned=False), False),

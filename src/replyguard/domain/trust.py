@@ -101,8 +101,9 @@ class Proof:
 
     binding: Binding
     verdict: Verdict  # the receiving side's verdict for the From domain
-    #: The From domain is authenticated (pass) by a trusted authserv-id AND aligned with the
-    #: address the message acts on (see is_aligned).
+    #: The From domain is authenticated (pass) by a trusted authserv-id AND aligned with one
+    #: of the lead's addresses (see is_aligned). Alone it proves nothing about a stranger
+    #: writing in her thread from her company's domain: sender_known must hold too.
     aligned: bool
     #: From the lead's own address, or the binding itself is the authority (a DSN/ARF's
     #: original, our signed address). False: a stranger writing in her thread.
@@ -137,9 +138,9 @@ def permits(kind: ReplyKind, proof: Proof) -> bool:
     """Whether `kind`'s whole effect may be applied on this proof (else its safe half)."""
     if not needs_proof(kind):
         return True
-    if proof.aligned:
-        return True
-    return proof.bound and proof.sender_known and proof.verdict is not Verdict.FAIL
+    if not proof.sender_known:  # a stranger in her thread, even one of her own company
+        return False
+    return proof.aligned or (proof.bound and proof.verdict is not Verdict.FAIL)
 
 
 def explain(kind: ReplyKind, proof: Proof, sender: str, verdict_text: str) -> str:

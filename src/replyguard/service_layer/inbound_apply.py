@@ -14,9 +14,10 @@ classified. In order:
      list; it changes no lead.
    - a message written before our first email to the lead (reply_policy.predates_first_send)
      only informs: an event on her timeline, status `history`.
-   - `matched`: the reply transaction. A sender we cannot tie to the lead (a stranger in her
-     thread, or her address failing authentication) stops her, but what more a reply could
-     do — learn the address, unsubscribe, suppress — waits for a person (confirmations.py).
+   - `matched`: the reply transaction. What the message proves (domain/trust.py: bound to
+     an email we sent, or authenticated for her domain) decides whether an unsubscribe, a
+     hard bounce or a pause applies whole; without proof the lead stops or is held, and the
+     rest — with learning a stranger's address — waits for a person (confirmations.py).
      Another known lead answering in her thread: that lead's reply; the thread's lead is held
      for a person (the conversation is probably taken by her colleague).
    - `probable`: the candidate leads are held for a person.
@@ -42,6 +43,7 @@ from replyguard.domain.trust import Proof, explain, is_aligned, permits
 from replyguard.service_layer import threads
 from replyguard.service_layer.confirmations import learnable, request_confirmation
 from replyguard.service_layer.effects import claim_effect, effect_key
+from replyguard.service_layer.leads import contact_addresses
 from replyguard.service_layer.matching import Match, match_message, recipients_of
 from replyguard.service_layer.replies import (
     SOFT_BOUNCE_LIMIT,
@@ -138,17 +140,19 @@ def _record(
         row.kind = kind
     # THE trust decision (domain/trust.py): what this message proves decides whether its
     # effect applies whole, or only its safe half while a person confirms the rest.
-    proof = Proof(
-        binding=match.binding,
-        verdict=verdict.verdict,
-        aligned=is_aligned(
+    contact_id = uow.session.get_one(m.Lead, lead_id).contact_id
+    aligned = any(
+        is_aligned(
             verdict.domain,
             verdict.verdict,
             trusted_header=bool(app.settings.authserv_ids),
-            lead_domain=domain_of(sender),
+            lead_domain=domain_of(address),
             report=c.bounce is not None or c.complaint is not None,
-        ),
-        sender_known=match.sender_known,
+        )
+        for address in contact_addresses(uow, contact_id)
+    )
+    proof = Proof(
+        binding=match.binding, verdict=verdict.verdict, aligned=aligned, sender_known=match.sender_known
     )
     proven = permits(kind, proof)
     evidence = (*evidence, *proof.evidence())
