@@ -388,3 +388,18 @@ def test_a_colleague_authenticated_for_her_domain_in_her_thread_unsubscribes_no_
     assert result.kind == "unsubscribe" and "match:unknown-sender" in result.evidence
     assert harm(app).none and lead_state(app, PRIYA, REPORTS) == "replied"
     assert len(pending_reasons(app)) == 1
+
+
+def test_an_out_of_office_sent_to_our_return_path_pauses_her_at_once(app: App, clock: FixedClock) -> None:
+    # RFC 3834: an auto-responder answers the envelope sender, which names the send.
+    from replyguard.domain.message_ids import bounce_address  # new: the suite runs on old code too
+
+    sent_workspace(_trusting(app), clock)
+    key = first_sent(app, PRIYA, REPORTS).send_key
+    with app.uow() as uow:
+        secret = uow.session.get_one(m.Workspace, uow.workspace_id).secret
+    raw = forged("out-of-office", PRIYA, "absent", to=bounce_address(secret, key, DANA))
+    result = ingest_raw(app, raw, "imap")
+    assert (result.kind, "bound:verp" in result.evidence) == ("out_of_office", True)
+    assert lead_state(app, PRIYA, REPORTS) == "out_of_office" == lead_state(app, PRIYA, FORECASTING)
+    assert pending_reasons(app) == []
