@@ -97,8 +97,9 @@ eval: $(VENV)/.installed ## Classification accuracy on ../shared/corpus and the 
 	$(PY) bench/eval_classifier.py
 	$(PY) bench/eval_heldout.py
 
-eval-bounces: $(VENV)/.installed ## Bounce reasons and hard/soft against sisimai on ../shared/corpus-bounces (read in place)
+eval-bounces: $(VENV)/.installed ## Bounce reasons, hard/soft against sisimai, and how many are bound (../shared/corpus-bounces)
 	$(PY) bench/eval_bounces.py
+	$(PY) bench/eval_bounce_trust.py
 
 classify-cost: $(VENV)/.installed ## CPU and memory of hostile messages: classify and ingest end to end
 	$(PY) bench/classify_cost.py

@@ -98,6 +98,10 @@ class Settings:
     #: e.g. "mx.google.com"): only Authentication-Results headers naming one of them are
     #: believed. Empty: the topmost header is (see domain/authentication.py).
     authserv_ids: tuple[str, ...] = ()
+    #: Send each email with its own signed return path, `mailbox+bounces-KEY.SIG@domain`
+    #: (VERP), so that every bounce names the email it is about (domain/trust.py). Off
+    #: (REPLYGUARD_VERP=0) for a relay that refuses an envelope sender other than the mailbox.
+    verp: bool = True
 
     @property
     def public_url_unset(self) -> bool:
@@ -132,6 +136,7 @@ class Settings:
                 for part in os.environ.get("REPLYGUARD_AUTHSERV_ID", "").split(",")
                 if part.strip()
             ),
+            verp=os.environ.get("REPLYGUARD_VERP", "1").strip().lower() not in ("0", "false", "no", "off"),
         )
 
 

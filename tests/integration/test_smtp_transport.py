@@ -84,6 +84,16 @@ def server() -> Iterator[RecordingSmtpServer]:
 # -- acceptance and the message on the wire -------------------------------------------------
 
 
+def test_the_envelope_sender_is_the_signed_return_path_of_the_send(server: RecordingSmtpServer) -> None:
+    # Issue 22: a bounce goes to the envelope sender; ours names the send, so it is bound.
+    path = "ada+bounces-00ff.0123456789abcdef0123@example.test"
+    delivery = transport_for(server).send(make_email(return_path=path))
+    assert delivery.outcome is Outcome.ACCEPTED, delivery
+    [received] = server.accepted()
+    assert received.mail_from == path
+    assert received.message()["From"] == "Ada Sender <ada@example.test>"
+
+
 def test_accepted_message_carries_every_header(server: RecordingSmtpServer) -> None:
     email = make_email(
         in_reply_to="<rg.0001@example.test>",

@@ -115,8 +115,8 @@ def judge(headers: Sequence[str], from_domain: str, trusted_ids: Collection[str]
     if not domain or not believed:
         return AuthVerdict(Verdict.NONE, domain, believed_id)
     dmarc = _first(believed, "dmarc", lambda r: _dmarc_about(r, domain))
-    dkim = _first(believed, "dkim", lambda r: _aligned(_dkim_domain(r), domain), prefer="pass")
-    spf = _first(believed, "spf", lambda r: _aligned(_spf_domain(r), domain), prefer="pass")
+    dkim = _first(believed, "dkim", lambda r: aligned(_dkim_domain(r), domain), prefer="pass")
+    spf = _first(believed, "spf", lambda r: aligned(_spf_domain(r), domain), prefer="pass")
     verdict = _verdict(dmarc, dkim, spf)
     return AuthVerdict(verdict, domain, believed_id, dmarc, dkim, spf)
 
@@ -155,7 +155,7 @@ def _spf_domain(result: AuthResult) -> str:
     return result.properties.get("smtp.mailfrom", "").rpartition("@")[2]
 
 
-def _aligned(signer: str, domain: str) -> bool:
+def aligned(signer: str, domain: str) -> bool:
     """Relaxed alignment (RFC 7489 3.1) without the public suffix list: the same domain, or
     one inside the other. A one-label signer (`com`) never aligns."""
     signer = signer.lower().strip(".")

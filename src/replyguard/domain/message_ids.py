@@ -98,3 +98,26 @@ def check_unsubscribe_token(workspace_secret: str, token: str) -> str | None:
     """The send key inside a valid token, or None (compared in constant time)."""
     key, _, _sig = token.partition(".")
     return key if hmac.compare_digest(unsubscribe_token(workspace_secret, key), token) else None
+
+
+def bounce_token(workspace_secret: str, key: str) -> str:
+    """`KEY.SIG` of the return path (VERP): a bounce sent to it names the step, and the
+    signature proves we wrote the address, so it cannot be made up for another lead."""
+    sig = hmac.new(workspace_secret.encode(), f"bounce:{key}".encode(), hashlib.sha256).hexdigest()
+    return f"{key}.{sig[:20]}"
+
+
+def check_bounce_token(workspace_secret: str, token: str) -> str | None:
+    """The send key inside a valid bounce token, or None (compared in constant time)."""
+    key, _, _sig = token.partition(".")
+    return key if hmac.compare_digest(bounce_token(workspace_secret, key), token) else None
+
+
+#: The tag of our return path: `local+bounces-KEY.SIG@domain`.
+BOUNCE_TAG = "+bounces-"
+
+
+def bounce_address(workspace_secret: str, key: str, from_address: str) -> str:
+    """The envelope sender of one send: the From mailbox with a signed tag naming the step."""
+    local, _, domain = from_address.partition("@")
+    return f"{local}{BOUNCE_TAG}{bounce_token(workspace_secret, key)}@{domain}"

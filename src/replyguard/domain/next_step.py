@@ -141,9 +141,10 @@ def _main(s: Situation) -> NextStep:
         answer = _for_intent(s)
         who = s.sender or "a sender we do not know"
         return NextStep(
-            f"{who} wrote in the thread of {s.contact or 'this lead'}; the sequence is stopped. "
-            f"Confirm them only if they speak for this lead (their address is learned, an "
-            f"unsubscribe applied), else reject. {answer.text}",
+            f"{who} wrote about {s.contact or 'this lead'} without the proof its effect needs; "
+            f"nothing is sent meanwhile. Confirm only if the message is genuine (what it asks "
+            f"then applies: the address learned, an unsubscribe, a bounce, a pause), else "
+            f"reject. {answer.text}",
             ("confirm_sender", "reject_sender", *answer.actions),
         )
     if s.kind is ThreadKind.BOUNCE:

@@ -37,6 +37,9 @@ class OutgoingEmail:
     references: str | None = None
     unsubscribe_url: str | None = None
     unsubscribe_mailto: str | None = None
+    #: The envelope sender (MAIL FROM): our signed return path for this send (VERP,
+    #: message_ids.bounce_address), so a bounce names the email; None: the From address.
+    return_path: str | None = None
 
 
 def build_message(email: OutgoingEmail) -> EmailMessage:

@@ -54,9 +54,12 @@ def decide(
     other_address: bool = False,
     sender_confirmed: bool = True,
 ) -> ReplyEffect:
-    """The effect of one reply. `sender_confirmed=False` (a sender we could not tie to the
-    lead, or whose mail failed authentication) turns an unsubscribe into what a human reply
-    does — the lead stops — while the unsubscribe and the suppression wait for a person."""
+    """The effect of one reply. `sender_confirmed=False`: the message lacks the proof its
+    effect needs (domain/trust.py: not bound to an email we sent, nor authenticated for the
+    lead's domain). What the machine could not undo then waits for a person: an unsubscribe
+    stops the lead as a human reply does; a hard bounce or an absence holds her."""
+    if not sender_confirmed and kind in (ReplyKind.BOUNCE_HARD, ReplyKind.OUT_OF_OFFICE):
+        return _unproven_hold(kind, current, now, back_at, default_pause, max_pause)
     if kind is ReplyKind.UNSUBSCRIBE and not sender_confirmed:
         return ReplyEffect(
             _move(current, ReplyState.REPLIED),
@@ -108,6 +111,34 @@ def decide(
         )
     # Other auto-replies and soft bounces are logged on the timeline; the sequence goes on.
     return ReplyEffect(None, cancel_steps=False)
+
+
+def _unproven_hold(
+    kind: ReplyKind,
+    current: ReplyState,
+    now: datetime,
+    back_at: datetime | None,
+    default_pause: timedelta,
+    max_pause: timedelta,
+) -> ReplyEffect:
+    """An unproven hard bounce or absence: nothing is suppressed or paused; the lead is held
+    (its steps wait) for a person, unless the message would have changed nothing anyway."""
+    if kind is ReplyKind.OUT_OF_OFFICE:
+        wanted = _out_of_office(current, now, back_at, default_pause, max_pause)
+        if wanted.new_state is None:
+            return wanted
+        what = "an out-of-office"
+        confirm = "confirm it to pause the lead until the return date, or reject it"
+    else:
+        what = "a hard bounce"
+        confirm = "confirm it to suppress the address, or reject it and resume the lead"
+    return ReplyEffect(
+        _move(current, ReplyState.HELD),
+        cancel_steps=False,
+        hold_reason=f"{what} we cannot tie to an email we sent or to her domain",
+        notify=True,
+        recommendation=f"Nothing is sent meanwhile; {confirm}.",
+    )
 
 
 def _out_of_office(

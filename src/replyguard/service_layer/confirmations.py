@@ -17,7 +17,7 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import InvalidAddress, base_address, domain_of, normalize_address
 from replyguard.domain.next_step import ThreadKind
-from replyguard.domain.states import ReplyKind
+from replyguard.domain.states import Actor, ReplyKind, ReplyState, check_reply_move
 from replyguard.service_layer import threads
 from replyguard.service_layer.hooks import Hooks
 from replyguard.service_layer.matching import is_our_mailbox
@@ -121,9 +121,9 @@ def confirm_sender(
     by: str,
     hooks: Hooks | None = None,
 ) -> ReplyOutcome | None:
-    """A person says the sender speaks for the lead: learn the address (unless it is ours or
-    taken by now) and apply the unsubscribe, in one transaction. The caller commits. Returns
-    the unsubscribe's outcome, if there was one to apply."""
+    """A person says the message is genuine: learn the address (unless it is ours or taken by
+    now), and apply the unsubscribe, hard bounce or pause it was held for, in one
+    transaction. The caller commits. Returns the outcome of what was applied, if anything."""
     confirmation = _pending(uow, confirmation_id)
     if confirmation is None:
         return None
@@ -143,7 +143,7 @@ def confirm_sender(
             )
             uow.session.flush()
             uow.add_event("alternate_learned", lead_id=confirmation.lead_id, address=address, by=by)
-    outcome = None
+    outcome = _apply_held(uow, confirmation, settings, by=by, hooks=hooks)
     if confirmation.unsubscribe:
         outcome = record_reply(
             uow,
@@ -163,6 +163,37 @@ def confirm_sender(
     return outcome
 
 
+def _apply_held(
+    uow: UnitOfWork, confirmation: m.SenderConfirmation, settings: Settings, *, by: str, hooks: Hooks | None
+) -> ReplyOutcome | None:
+    """A hard bounce or an absence that lacked its proof (domain/trust.py) and held the lead:
+    confirmed, it now has its whole effect — the address suppressed, or the pause."""
+    reply = uow.session.get(m.Reply, confirmation.reply_id) if confirmation.reply_id else None
+    if reply is None or reply.kind not in (ReplyKind.BOUNCE_HARD, ReplyKind.OUT_OF_OFFICE):
+        return None
+    lead = uow.session.get_one(m.Lead, confirmation.lead_id, populate_existing=True)
+    if reply.kind == ReplyKind.OUT_OF_OFFICE and lead.reply_state == ReplyState.HELD:
+        # The person takes the hold back so that the pause applies as it would have.
+        check_reply_move(ReplyState.HELD, ReplyState.ACTIVE, Actor.PERSON)
+        lead.reply_state, lead.hold_reason = ReplyState.ACTIVE, None
+    return record_reply(
+        uow,
+        confirmation.lead_id,
+        IncomingReply(
+            kind=ReplyKind(reply.kind),
+            received_at=uow.clock.now(),
+            return_date=reply.return_date,
+            from_address=reply.from_address,
+            evidence=(f"confirmed-by:{by}",),
+            source="person",
+            inbound_message_id=confirmation.inbound_message_id,
+            bounce_reason=reply.bounce_reason,
+        ),
+        settings,
+        hooks,
+    )
+
+
 def reject_sender(uow: UnitOfWork, confirmation_id: int, *, by: str) -> None:
     """A person says the sender does not speak for the lead: nothing is learned and nothing
     is unsubscribed. The lead stays stopped; resuming her is a separate decision."""
@@ -178,7 +209,7 @@ def pending_confirmations(uow: UnitOfWork) -> list[dict[str, Any]]:
         .where(m.SenderConfirmation.workspace_id == uow.workspace_id, m.SenderConfirmation.state == "pending")
         .order_by(m.SenderConfirmation.id)
     )
-    return [_view(row) for row in rows]
+    return [_view(uow, row) for row in rows]
 
 
 def confirmation_view(uow: UnitOfWork, confirmation_id: int) -> dict[str, Any]:
@@ -191,16 +222,23 @@ def confirmation_view(uow: UnitOfWork, confirmation_id: int) -> dict[str, Any]:
     )
     if row is None:
         raise ConfirmationNotFound(f"no sender confirmation {confirmation_id}")
-    return _view(row)
+    return _view(uow, row)
 
 
-def _view(row: m.SenderConfirmation) -> dict[str, Any]:
+def _view(uow: UnitOfWork, row: m.SenderConfirmation) -> dict[str, Any]:
+    reply = uow.session.get(m.Reply, row.reply_id) if row.reply_id else None
+    held = (
+        reply.kind
+        if reply is not None and reply.kind in (ReplyKind.BOUNCE_HARD, ReplyKind.OUT_OF_OFFICE)
+        else None
+    )
     return {
         "id": row.id,
         "lead_id": row.lead_id,
         "sender": row.sender,
         "learn_address": row.learn_address,
         "unsubscribe": row.unsubscribe,
+        "held_effect": str(held) if held else None,  # a hard bounce or a pause held for the decision
         "why": row.reason,
         "state": row.state,
         "created_at": row.created_at.isoformat(),

@@ -14,9 +14,10 @@ classified. In order:
      list; it changes no lead.
    - a message written before our first email to the lead (reply_policy.predates_first_send)
      only informs: an event on her timeline, status `history`.
-   - `matched`: the reply transaction. A sender we cannot tie to the lead (a stranger in her
-     thread, or her address failing authentication) stops her, but what more a reply could
-     do — learn the address, unsubscribe, suppress — waits for a person (confirmations.py).
+   - `matched`: the reply transaction. What the message proves (domain/trust.py: bound to
+     an email we sent, or authenticated for her domain) decides whether an unsubscribe, a
+     hard bounce or a pause applies whole; without proof the lead stops or is held, and the
+     rest — with learning a stranger's address — waits for a person (confirmations.py).
      Another known lead answering in her thread: that lead's reply; the thread's lead is held
      for a person (the conversation is probably taken by her colleague).
    - `probable`: the candidate leads are held for a person.
@@ -31,16 +32,18 @@ from sqlalchemy import func, select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import domain_of
-from replyguard.domain.authentication import Verdict, judge
+from replyguard.domain.authentication import AuthVerdict, judge
 from replyguard.domain.inbound.classify import Classification
 from replyguard.domain.inbound.status import channel_of
 from replyguard.domain.inbound.storable import storable_text
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.reply_policy import predates_first_send
 from replyguard.domain.states import Actor, ReplyKind, ReplyState, check_reply_move
+from replyguard.domain.trust import Proof, explain, is_aligned, permits
 from replyguard.service_layer import threads
 from replyguard.service_layer.confirmations import learnable, request_confirmation
 from replyguard.service_layer.effects import claim_effect, effect_key
+from replyguard.service_layer.leads import contact_addresses
 from replyguard.service_layer.matching import Match, match_message, recipients_of
 from replyguard.service_layer.replies import (
     SOFT_BOUNCE_LIMIT,
@@ -87,7 +90,7 @@ def apply_inbound(
         uow.add_event(f"inbound_{match.status}", inbound_id=row.id, sender=c.from_address, evidence=evidence)
         return Applied((), evidence)
     if match.status == "matched":
-        return _apply_matched(uow, app, row, c, match, kind, verdict.verdict, evidence)
+        return _apply_matched(uow, app, row, c, match, kind, verdict, evidence)
     if match.status == "probable" and kind in _PERSON_KINDS:
         return _hold_probable(uow, app, row, c, match, kind, evidence)
     row.status = "unmatched"
@@ -102,7 +105,7 @@ def _apply_matched(
     c: Classification,
     match: Match,
     kind: ReplyKind,
-    verdict: Verdict,
+    verdict: AuthVerdict,
     evidence: tuple[str, ...],
 ) -> Applied:
     lead_id = match.lead_ids[0]
@@ -124,7 +127,7 @@ def _record(
     c: Classification,
     match: Match,
     kind: ReplyKind,
-    verdict: Verdict,
+    verdict: AuthVerdict,
     evidence: tuple[str, ...],
 ) -> Applied:
     lead_id = match.lead_ids[0]
@@ -135,7 +138,24 @@ def _record(
     if counts and soft_bounces_of(uow, sender) + 1 >= SOFT_BOUNCE_LIMIT:
         kind, evidence = ReplyKind.BOUNCE_HARD, (*evidence, f"bounce:soft-repeated-{SOFT_BOUNCE_LIMIT}")
         row.kind = kind
-    confirmed = match.sender_known and verdict is not Verdict.FAIL
+    # THE trust decision (domain/trust.py): what this message proves decides whether its
+    # effect applies whole, or only its safe half while a person confirms the rest.
+    contact_id = uow.session.get_one(m.Lead, lead_id).contact_id
+    aligned = any(
+        is_aligned(
+            verdict.domain,
+            verdict.verdict,
+            trusted_header=bool(app.settings.authserv_ids),
+            lead_domain=domain_of(address),
+            report=c.bounce is not None or c.complaint is not None,
+        )
+        for address in contact_addresses(uow, contact_id)
+    )
+    proof = Proof(
+        binding=match.binding, verdict=verdict.verdict, aligned=aligned, sender_known=match.sender_known
+    )
+    proven = permits(kind, proof)
+    evidence = (*evidence, *proof.evidence())
     outcome = record_reply(
         uow,
         lead_id,
@@ -153,7 +173,7 @@ def _record(
             inbound_message_id=row.id,
             left_company=c.left_company,
             new_contact=c.new_contact,
-            sender_confirmed=confirmed,
+            sender_confirmed=proven,
             references=tuple(r for r in (c.in_reply_to, *c.references) if r),
             bounce_reason=c.bounce.reason if c.bounce else None,
             bounce_counts=counts if kind is ReplyKind.BOUNCE_SOFT else None,
@@ -161,30 +181,44 @@ def _record(
         app.settings,
         app.hooks,
     )
-    if not confirmed and kind in _PERSON_KINDS:
-        # A complaint's From is the provider's: never an address of hers to learn.
-        learn = not match.sender_known and c.complaint is None and learnable(uow, c.from_address) is not None
-        if learn or kind is ReplyKind.UNSUBSCRIBE:
-            why = (
-                "a spam complaint that names her address but did not pass authentication"
-                if c.complaint is not None
-                else "a sender we do not know, in this lead's thread"
-                if not match.sender_known
-                else "her address, but the message failed authentication"
-            )
-            request_confirmation(
-                uow,
-                app.settings,
-                lead_id,
-                inbound_id=row.id,
-                reply_id=outcome.reply_id,
-                sender=c.from_address or "",
-                learn_address=learn,
-                unsubscribe=kind is ReplyKind.UNSUBSCRIBE,
-                why=why,
-            )
+    # A complaint's From is the provider's: never an address of hers to learn.
+    learn = (
+        kind in _PERSON_KINDS
+        and not match.sender_known
+        and c.complaint is None
+        and learnable(uow, c.from_address) is not None
+    )
+    held = not proven and (
+        kind in (ReplyKind.UNSUBSCRIBE, ReplyKind.BOUNCE_HARD)
+        or (kind is ReplyKind.OUT_OF_OFFICE and outcome.lead_state == ReplyState.HELD)
+    )
+    if learn or held:
+        auth = _verdict_text(verdict)
+        why = explain(kind, proof, c.from_address or "", auth)
+        request_confirmation(
+            uow,
+            app.settings,
+            lead_id,
+            inbound_id=row.id,
+            reply_id=outcome.reply_id,
+            sender=c.from_address or "",
+            learn_address=learn,
+            unsubscribe=held and kind is ReplyKind.UNSUBSCRIBE,
+            why=why,
+        )
+        if held:
+            uow.add_event("inbound_unproven", lead_id=lead_id, inbound_id=row.id, kind=kind, why=why)
     row.status, row.lead_id = "matched", lead_id
     return Applied((lead_id,), evidence)
+
+
+def _verdict_text(verdict: AuthVerdict) -> str:
+    """The verdict as a person reads it: `fail for attacker.example (dmarc=fail)`."""
+    named = (("dmarc", verdict.dmarc), ("dkim", verdict.dkim), ("spf", verdict.spf))
+    parts = [f"{name}={value}" for name, value in named if value]
+    detail = f" ({', '.join(parts)})" if parts else ""
+    trusted = "" if verdict.authserv_id is None else f" by {verdict.authserv_id or 'an unnamed server'}"
+    return f"{verdict.verdict} for {verdict.domain or 'no domain'}{detail}{trusted}"
 
 
 def _speaker_address(c: Classification) -> str | None:

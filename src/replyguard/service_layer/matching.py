@@ -4,6 +4,7 @@
    From is one of our mailboxes, is `ours` — unless it claims our mailbox and fails
    authentication, which makes it `suspect` (kept for a person);
 1. a signed unsubscribe address of ours among the recipients (the token is the authority);
+   our signed return path (VERP, message_ids.bounce_address): a bounce or auto-reply to one send;
 2. our Message-IDs in In-Reply-To / References (stored before the send, so instant replies
    match). Then who is speaking: the thread lead's own address — her reply; another known
    contact — THAT contact's reply (a known lead is a fact), and the thread's lead is named so
@@ -11,9 +12,9 @@
    `sender_known=False`: it stops her, but teaches nothing and unsubscribes no one until a
    person confirms (service_layer/confirmations.py);
 3. the original message inside a bounce or a spam complaint, or the address that bounced or
-   complained (a complaint comes from the provider: its From is nobody's). A complaint tied
-   to a lead only by its address is a claim anyone could write: it stops her, and suppresses
-   her once a person confirms, unless the provider's mail passed authentication;
+   complained (a complaint comes from the provider: its From is nobody's). A bounce or a
+   complaint tied to a lead only by an address is a claim anyone could write: what it may do
+   is the trust table's (domain/trust.py), which the caller applies;
 4. any known address of a contact, case-insensitive, `+tag` tolerant;
 5. weaker evidence — a subject of ours (Re:/AW:/SV:/... stripped) or the same company
    domain — gives only a *probable* match: a person confirms.
@@ -37,12 +38,15 @@ from replyguard.domain.inbound.classify import Classification
 from replyguard.domain.inbound.parse import raw_header
 from replyguard.domain.inbound.subjects import subject_key
 from replyguard.domain.message_ids import (
+    BOUNCE_TAG,
+    check_bounce_token,
     check_unsubscribe_token,
     normalize_message_id,
     send_key_of,
     send_keys_in,
 )
 from replyguard.domain.states import ReplyKind, ReplyState, StepState
+from replyguard.domain.trust import Binding
 from replyguard.service_layer.leads import contact_for_address
 from replyguard.service_layer.uow import UnitOfWork
 
@@ -102,6 +106,8 @@ class Match:
     thread_lead_id: int | None = None
     #: It references a Message-ID we sent to the matched lead: written after that email.
     in_thread: bool = False
+    #: What ties it to an email we sent (domain/trust.py); NONE: only an address names her.
+    binding: Binding = Binding.NONE
 
 
 def recipients_of(msg: Message) -> list[str]:
@@ -124,11 +130,11 @@ def match_message(
     own = _by_own_mail(uow, c, verdict)
     if own is not None:
         return own
-    for finder in (_by_unsubscribe_address, _by_thread, _by_bounce, _by_address):
+    for finder in (_by_unsubscribe_address, _by_return_path, _by_thread, _by_bounce, _by_address):
         found = finder(uow, c, recipients)
         if found is not None:
             return found
-    complained = _by_complaint(uow, c, recipients, verdict)
+    complained = _by_complaint(uow, c, recipients)
     return complained if complained is not None else _probable(uow, c, subject)
 
 
@@ -175,8 +181,42 @@ def _by_unsubscribe_address(uow: UnitOfWork, c: Classification, recipients: list
         lead_id = _lead_of_key(uow, key) if key else None
         if lead_id is not None:
             return Match(
-                "matched", (lead_id,), ("match:unsubscribe-address",), ReplyKind.UNSUBSCRIBE, in_thread=True
+                "matched",
+                (lead_id,),
+                ("match:unsubscribe-address",),
+                ReplyKind.UNSUBSCRIBE,
+                in_thread=True,
+                binding=Binding.TOKEN,
             )
+    return None
+
+
+#: Kinds that speak for the mailbox system, not a person: sent to the return path, they are
+#: what the return path is for (a bounce, an RFC 3834 auto-reply).
+_SYSTEM_KINDS = frozenset(
+    {ReplyKind.BOUNCE_HARD, ReplyKind.BOUNCE_SOFT, ReplyKind.OUT_OF_OFFICE, ReplyKind.AUTO_REPLY}
+)
+
+
+def _by_return_path(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
+    """Our signed return path (VERP) among the recipients: the message answers that send.
+    A person writing to it speaks for the lead only from one of her addresses."""
+    if not any(BOUNCE_TAG in address for address in recipients):
+        return None
+    secret = uow.session.get_one(m.Workspace, uow.workspace_id).secret
+    for address in recipients:
+        _, tagged, token = address.partition("@")[0].partition(BOUNCE_TAG)
+        key = check_bounce_token(secret, token) if tagged else None
+        lead_id = _lead_of_key(uow, key) if key else None
+        if lead_id is None:
+            continue
+        known = c.kind in _SYSTEM_KINDS or c.complaint is not None
+        if not known:
+            lead = uow.session.get_one(m.Lead, lead_id)
+            known = _contact_id_of(uow, c.from_address) == lead.contact_id
+        evidence = ("match:return-path",) if known else ("match:return-path", "match:unknown-sender")
+        verp = Binding.VERP
+        return Match("matched", (lead_id,), evidence, sender_known=known, in_thread=True, binding=verp)
     return None
 
 
@@ -191,18 +231,19 @@ def _by_thread(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Mat
         if thread_lead is None:
             continue
         lead_id = thread_lead.id
+        bound = Binding.MESSAGE_ID
         if c.kind in (ReplyKind.BOUNCE_HARD, ReplyKind.BOUNCE_SOFT):
-            return Match("matched", (lead_id,), ("match:thread",), in_thread=True)
+            return Match("matched", (lead_id,), ("match:thread",), in_thread=True, binding=bound)
         speaker = _contact_id_of(uow, c.from_address)
         if speaker == thread_lead.contact_id:
-            return Match("matched", (lead_id,), ("match:thread",), in_thread=True)
+            return Match("matched", (lead_id,), ("match:thread",), in_thread=True, binding=bound)
         if speaker is not None:
             own = _lead_of_contact(uow, speaker, thread_lead.product_id, recipients)
             if own is not None:
                 evidence = ("match:thread", "match:another-lead-in-thread")
                 return Match("matched", (own,), evidence, thread_lead_id=lead_id)
         evidence = ("match:thread", "match:unknown-sender")
-        return Match("matched", (lead_id,), evidence, sender_known=False, in_thread=True)
+        return Match("matched", (lead_id,), evidence, sender_known=False, in_thread=True, binding=bound)
     return None
 
 
@@ -212,7 +253,8 @@ def _by_bounce(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Mat
     for key in send_keys_in(c.bounce.original_message_id or ""):
         lead_id = _lead_of_key(uow, key)
         if lead_id is not None:
-            return Match("matched", (lead_id,), ("match:bounce-original",), in_thread=True)
+            evidence = ("match:bounce-original",)
+            return Match("matched", (lead_id,), evidence, in_thread=True, binding=Binding.MESSAGE_ID)
     if c.bounce.recipient:
         lead_id = _lead_for_address(uow, c.bounce.recipient, recipients)
         if lead_id is not None:
@@ -220,20 +262,19 @@ def _by_bounce(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Mat
     return None
 
 
-def _by_complaint(
-    uow: UnitOfWork, c: Classification, recipients: list[str], verdict: Verdict
-) -> Match | None:
+def _by_complaint(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
     if c.complaint is None:
         return None
     for key in send_keys_in(c.complaint.original_message_id or ""):
         lead_id = _lead_of_key(uow, key)
         if lead_id is not None:
-            return Match("matched", (lead_id,), ("match:complaint-original",), in_thread=True)
+            evidence = ("match:complaint-original",)
+            return Match("matched", (lead_id,), evidence, in_thread=True, binding=Binding.MESSAGE_ID)
     if c.complaint.recipient:
         lead_id = _lead_for_address(uow, c.complaint.recipient, recipients)
         if lead_id is not None:
-            known = verdict is Verdict.PASS
-            return Match("matched", (lead_id,), ("match:complaint-recipient",), sender_known=known)
+            # Only a claim: what it may do is the trust table's (domain/trust.py), by alignment.
+            return Match("matched", (lead_id,), ("match:complaint-recipient",))
     return None
 
 

@@ -31,6 +31,7 @@ from replyguard.domain.states import (
     check_reply_move,
     step_move,
 )
+from replyguard.domain.trust import needs_proof
 from replyguard.service_layer import threads
 from replyguard.service_layer.enrollment import campaign_window
 from replyguard.service_layer.hooks import Hooks
@@ -200,13 +201,18 @@ def _hand_over(
             bool(outcome.crossed or outcome.in_flight)
             or _crossed_before(uow, target.id, reply.received_at, reply.references)
         )
+        # Without its proof (domain/trust.py) the caller asks a person to confirm on this same
+        # thread (confirmations.request_confirmation), whose notice is the one that goes out.
+        unproven = not reply.sender_confirmed and needs_proof(reply.kind)
+        kind = ThreadKind.CONFIRM_SENDER if unproven else threads.thread_kind(reply.kind, reply.left_company)
         ref = threads.open_thread(
             uow.session,
             workspace_id=uow.workspace_id,
             now=uow.clock.now(),
             lead_id=target.id,
             handoff=threads.Handoff(
-                kind=threads.thread_kind(reply.kind, reply.left_company),
+                kind=kind,
+                notify=not unproven,
                 reason=effect.hold_reason,
                 reply_id=row.id,
                 text=reply.text,

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, exists, select, update
 
 from replyguard.adapters.transports.base import Transport
 from replyguard.domain.addresses import domain_of
-from replyguard.domain.message_ids import unsubscribe_token
+from replyguard.domain.message_ids import bounce_address, unsubscribe_token
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.schedule import SendWindow, load_zone
 from replyguard.domain.send_policy import SendLimits
@@ -147,6 +147,9 @@ class WorkerContext:
             references=row.references,
             unsubscribe_url=f"{self.app.settings.public_url}/u/{token}",
             unsubscribe_mailto=f"{local}+unsubscribe-{token}@{domain or domain_of(row.from_address)}",
+            return_path=(
+                bounce_address(row.secret, row.send_key, row.from_address) if self.app.settings.verp else None
+            ),
         )
 
     def unknown(

@@ -46,6 +46,9 @@ class MaildirTransport:
         tmp = self.root / "tmp" / f"{name}.{self._host}.{os.getpid()}"
         try:
             data = message_bytes(email)
+            if email.return_path:
+                # What the final delivery agent writes: the envelope sender, our signed return path.
+                data = f"Return-Path: <{email.return_path}>\r\n".encode() + data
             with tmp.open("wb") as handle:
                 handle.write(data)
                 handle.flush()

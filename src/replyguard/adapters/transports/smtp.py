@@ -347,7 +347,7 @@ class SmtpTransport:
         before_commit: BeforeCommitHook | None,
         deadline: float,
     ) -> Delivery:
-        sender = normalize_address(email.from_address)
+        sender = normalize_address(email.return_path or email.from_address)
         recipient = normalize_address(email.to_address)
         options = []
         if not (sender + recipient).isascii():

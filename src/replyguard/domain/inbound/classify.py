@@ -159,7 +159,7 @@ def _notice_kind(notice: Notice) -> tuple[ReplyKind, tuple[str, ...], BounceInfo
     facts = facts_of(report)
     reason, why = reason_for(facts)
     hard = notice.bounce_permanent and verdict(reason, facts.status, action)
-    info = BounceInfo(hard, reason, facts.status, action, notice.bounce_recipient, None,
+    info = BounceInfo(hard, reason, facts.status, action, notice.bounce_recipient, notice.bounce_message_id,
                       notice.bounce_diagnostic or None, why[:200])  # fmt: skip
     kind = ReplyKind.BOUNCE_HARD if hard else ReplyKind.BOUNCE_SOFT
     return kind, (*notice.evidence, f"bounce:{reason}", f"bounce:why:{why[:80]}"), info

@@ -92,10 +92,11 @@ def _ses(body: str) -> tuple[str | None, str | None]:
     rows = complaint.get("complainedRecipients")
     first = rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) else {}
     recipient = str(first.get("emailAddress") or "") or None
-    return recipient, _ses_message_id(mail)
+    return recipient, ses_message_id(mail)
 
 
-def _ses_message_id(mail: dict[str, object]) -> str | None:
+def ses_message_id(mail: dict[str, object]) -> str | None:
+    """The Message-ID of the email an SES event is about (its `mail` headers): ours binds it."""
     common = mail.get("commonHeaders")
     if isinstance(common, dict) and isinstance(common.get("messageId"), str):
         found = _ID.search(common["messageId"])

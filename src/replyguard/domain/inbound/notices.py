@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from email.message import Message
 
-from replyguard.domain.inbound.complaints import hotmail_recipient
+from replyguard.domain.inbound.complaints import hotmail_recipient, ses_message_id
 from replyguard.domain.inbound.parse import content_type, header, header_names, own_parts
 from replyguard.domain.inbound.unsubscribe import ARF_COMPLAINT_TYPES, arf_feedback_type
 
@@ -48,6 +48,8 @@ class Notice:
     bounce_recipient: str | None = None
     bounce_status: str | None = None
     bounce_diagnostic: str = ""
+    #: The Message-ID of the email the event is about (SES `mail` headers): binds it to our send.
+    bounce_message_id: str | None = None
 
 
 _FAILED_DISPOSITION = re.compile(r"^\s*Disposition\s*:.*\b(?:deleted|failed|error|denied)\b", re.I | re.M)
@@ -111,6 +113,7 @@ def _provider_json(body: str) -> Notice | None:
         bounce_recipient=str(first.get("emailAddress") or "") or None,
         bounce_status=str(first.get("status") or "") or None,
         bounce_diagnostic=f"{first.get('diagnosticCode') or ''} {bounce.get('bounceSubType') or ''}".strip(),
+        bounce_message_id=ses_message_id(mail) if isinstance(mail := data.get("mail"), dict) else None,
     )
 
 

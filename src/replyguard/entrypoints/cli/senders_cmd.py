@@ -32,7 +32,8 @@ def senders_list(ctx: typer.Context, as_json: ListJson = False) -> None:
         emit_json(items)
         return
     for item in items:
-        asks = [k for k in ("learn_address", "unsubscribe") if item[k]]
+        asks = [k for k in ("learn_address", "unsubscribe") if item[k]] + [item["held_effect"] or ""]
+        asks = [a for a in asks if a]
         out.print(
             f"{item['id']}: {item['sender']} for lead {item['lead_id']} ({item['why']}): {', '.join(asks)}"
         )
@@ -44,7 +45,7 @@ def senders_list(ctx: typer.Context, as_json: ListJson = False) -> None:
 def senders_confirm(
     ctx: typer.Context, confirmation: ConfirmationId, by: By, as_json: AsJson = False
 ) -> None:
-    """The sender speaks for the lead: learn the address, apply the unsubscribe if one waits."""
+    """The message is genuine: learn the address, apply the unsubscribe, bounce or pause that waits."""
     _decide(ctx, confirmation, by, "confirm", as_json)
 
 

@@ -83,7 +83,7 @@ _FORMS: dict[str, ActionForm] = {
     "confirm_sender": ActionForm(
         "confirm_sender",
         "Confirm the sender",
-        "They speak for this lead: their address is learned, an unsubscribe they asked for applies.",
+        "The message is genuine: what it asks applies (address learned, unsubscribe, bounce, pause).",
     ),
     "reject_sender": ActionForm(
         "reject_sender",
