@@ -157,6 +157,7 @@ def _record(
             references=tuple(r for r in (c.in_reply_to, *c.references) if r),
             bounce_reason=c.bounce.reason if c.bounce else None,
             bounce_counts=counts if kind is ReplyKind.BOUNCE_SOFT else None,
+            reads_as_person=c.reads_as_person and match.in_thread,
         ),
         app.settings,
         app.hooks,
