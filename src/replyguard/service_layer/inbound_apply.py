@@ -33,7 +33,7 @@ from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import domain_of
 from replyguard.domain.authentication import Verdict, judge
 from replyguard.domain.inbound.classify import Classification
-from replyguard.domain.inbound.status import channel_of
+from replyguard.domain.inbound.status import channel_of, is_replayed
 from replyguard.domain.inbound.storable import storable_text
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.reply_policy import predates_first_send
@@ -86,6 +86,9 @@ def apply_inbound(
         row.status = match.status
         uow.add_event(f"inbound_{match.status}", inbound_id=row.id, sender=c.from_address, evidence=evidence)
         return Applied((), evidence)
+    if is_replayed(row.source) and match.lead_ids:
+        # Old mail read again under a new UIDVALIDITY: it only informs (domain/inbound/status.py).
+        return _inform(uow, row, c, match.lead_ids, kind, evidence)
     if match.status == "matched":
         return _apply_matched(uow, app, row, c, match, kind, verdict.verdict, evidence)
     if match.status == "probable" and kind in _PERSON_KINDS:
