@@ -114,3 +114,36 @@ def test_a_new_uidvalidity_replays_nothing_old_as_news(
             select(m.Event.kind).where(m.Event.kind == "inbound_predates_first_send")
         ).all()
     assert len(events) == 1  # it is on Priya's timeline, for a person to read
+
+
+def test_a_renamed_folder_reads_on_from_where_its_old_name_stopped(
+    app: App, clock: FixedClock, imap: DovecotServer
+) -> None:
+    load_examples(app)
+    run_days(app, clock, 1)
+    old_reply = reply(app, clock, PRIYA, "<old-reply@fernhollow.test>")
+    with imap.client() as client:
+        client.create_folder("Replies")
+    imap.append(old_reply, folder="Replies")
+    clock.advance(timedelta(hours=1))
+    results: list[IngestResult] = []
+    handler = ingest_fetched(app, results.append)
+
+    def poll(folder: str) -> int:
+        return app.imap_poller(imap.url, handler, folder=folder, timing=FAST, use_idle=False).run_once()
+
+    assert poll("Replies") == 0  # first start: Priya's old reply is left alone
+    clock.advance(timedelta(hours=1))
+    imap.append(digest(clock), folder="Replies")
+    assert poll("Replies") == 1
+    clock.advance(timedelta(hours=1))
+    # Marc answers while nobody polls; then the folder is renamed and the source follows it.
+    imap.append(reply(app, clock, MARC, "<new-reply@brightline-logistics.test>"), folder="Replies")
+    with imap.client() as client:
+        client.rename_folder("Replies", "Answers")
+    results.clear()
+    # Before: a first start under the new name, from its newest UID: Marc's reply was skipped.
+    assert poll("Answers") == 1
+    assert [(r.status, r.kind) for r in results] == [("matched", "human_reply")]
+    assert lead_state(app, MARC, REPORTS) == "replied"
+    assert lead_state(app, PRIYA, REPORTS) == "active"

@@ -23,6 +23,9 @@ Contract of `ImapPoller`:
   the first start left alone, say — and is handed over `replayed`: it only informs. The rest
   is live: a reply that arrived meanwhile must count. A message without a readable Date is
   live (missing a reply costs more than a stop).
+* A folder renamed on the server keeps its UIDs and UIDVALIDITY (RFC 3501 RENAME): a first
+  start that finds another folder of the same account already read under this UIDVALIDITY
+  reads on from that folder's cursor, with the same rule for what lies between.
 * It waits with IDLE when the server offers it and wakes on EXISTS; otherwise it polls every
   `poll_interval` seconds. Before each IDLE it searches again until nothing is new: an EXISTS
   the server sent during our own FETCH is consumed there and would never wake the IDLE (a
@@ -100,6 +103,10 @@ class CursorStore(Protocol):
         history_until_uid: int | None,
         replay_before: datetime | None = None,
     ) -> None: ...
+    def renamed_from(self, uidvalidity: int) -> Cursor | None:
+        """The cursor of another folder of the same account under this UIDVALIDITY: the folder
+        before a rename (servers keep UIDs and UIDVALIDITY across RENAME), else None."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,6 +397,14 @@ class ImapPoller:
             log.info("%s: first start, importing its history (UIDs up to %s)", self.source.key, newest)
             self._store.begin(uidvalidity, 0, newest)
             return Cursor(uidvalidity, 0, newest)
+        renamed = self._store.renamed_from(uidvalidity)
+        if renamed is not None:
+            # Read on from where the old name stopped; what lies between, dated before it last
+            # advanced, is old mail that only informs — as for a new UIDVALIDITY.
+            start = min(renamed.last_uid, newest)
+            log.warning("%s: a renamed folder: reading on from UID %s", self.source.key, start + 1)
+            self._store.begin(uidvalidity, start, newest, renamed.advanced_at)
+            return Cursor(uidvalidity, start, newest, renamed.advanced_at)
         log.info(
             "%s: first start: reading mail from UID %s on; its history is left alone",
             self.source.key,

@@ -97,6 +97,30 @@ def begin_cursor(
         uow.commit()
 
 
+def account_prefix(key: str) -> str:
+    """`imaps://user@host:993/` of a source key: what every folder of that account shares."""
+    return key[: key.index("/", key.index("://") + 3) + 1]
+
+
+def renamed_cursor(app: Runtime, key: str, uidvalidity: int) -> Cursor | None:
+    """The cursor of another folder of the same account read under `uidvalidity`: the same
+    folder before a rename. None when there is none, or more than one (no guessing)."""
+    prefix = account_prefix(key)
+    with app.uow() as uow:
+        rows = uow.session.scalars(
+            select(m.MailboxCursor).where(
+                m.MailboxCursor.workspace_id == uow.workspace_id,
+                m.MailboxCursor.source_key != key,
+                m.MailboxCursor.uidvalidity == uidvalidity,
+            )
+        ).all()
+        same = [r for r in rows if r.source_key.startswith(prefix)]
+        if len(same) != 1:
+            return None
+        row = same[0]
+        return Cursor(row.uidvalidity, row.last_uid, None, None, advanced_at=row.updated_at)
+
+
 def advance_cursor(app: Runtime, key: str, uidvalidity: int, last_uid: int) -> None:
     """Record that every message up to `last_uid` under `uidvalidity` is stored.
 
@@ -131,6 +155,9 @@ class DbCursorStore:
         replay_before: datetime | None = None,
     ) -> None:
         begin_cursor(self.app, self.key, uidvalidity, last_uid, history_until_uid, replay_before)
+
+    def renamed_from(self, uidvalidity: int) -> Cursor | None:
+        return renamed_cursor(self.app, self.key, uidvalidity)
 
 
 def ingest_fetched(
