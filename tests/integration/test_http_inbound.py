@@ -29,7 +29,7 @@ from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.message_ids import unsubscribe_token
-from replyguard.domain.provider_retries import MAILGUN
+from replyguard.domain.provider_retries import MAILGUN, POSTMARK, SENDGRID
 from replyguard.domain.states import StepState
 from replyguard.entrypoints.http import create_app
 from replyguard.service_layer.leads import find_lead
@@ -551,3 +551,32 @@ def test_a_post_without_the_one_click_body_changes_nothing(client: httpx.Client,
 
 def test_healthz(client: httpx.Client) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("provider", "later"),
+    [("postmark", POSTMARK.retries_for), ("sendgrid", SENDGRID.retries_for)],
+    ids=["postmark-10.5-hours", "sendgrid-3-days"],
+)
+def test_postmark_and_sendgrid_retries_are_accepted_until_their_last_retry(
+    sent: App, clock: FixedClock, provider: str, later: timedelta
+) -> None:
+    # Neither signs anything that ages: a retry at the end of the provider's documented
+    # schedule is accepted as the first attempt would have been (domain/provider_retries.py).
+    def post(http: httpx.Client) -> httpx.Response:
+        if provider == "postmark":
+            return http.post(
+                "/hooks/postmark", json=postmark_payload(sent, raw=True), auth=(PM_USER, PM_PASSWORD)
+            )
+        files = {"email": (None, reply_to(sent).as_bytes())}
+        return http.post(f"/hooks/sendgrid/{SG_SECRET}", data=sendgrid_common(sent), files=files)
+
+    busy = create_app(
+        dataclasses.replace(sent, settings=dataclasses.replace(sent.settings, inbound_max_concurrent=0))
+    )
+    with serving(busy) as http:
+        assert post(http).status_code == (429 if provider == "postmark" else 503)
+    clock.advance(later)
+    with serving(create_app(sent)) as http:
+        assert post(http).status_code == 200
+    assert lead_state(sent, PRIYA, REPORTS) == "replied"

@@ -13,9 +13,8 @@ costs more than a held lead.
 from __future__ import annotations
 
 from replyguard.domain.inbound import phrases
-from replyguard.domain.intent import Intent, detect_intent
 
-_ANSWERS = frozenset({Intent.INTERESTED, Intent.QUESTION})
+_ANSWERS = frozenset({"interested", "question"})
 # What a ticket receipt says about itself, in the languages of the intent phrases.
 _RECEIPT = phrases.compile_lower(
     r"\b(?:ticket|case|request|inquiry|enquiry|anfrage|demande|solicitud|richiesta|zgłoszenie)\b"
@@ -36,7 +35,10 @@ def person_answer(new_text: str, subject: str, *, replying: bool) -> str | None:
         or _RECEIPT.search(lowered)
     ):
         return None
+    # Imported here: domain.intent reads domain.inbound's phrases, whose package imports this.
+    from replyguard.domain.intent import detect_intent
+
     found = detect_intent(head, subject)
-    if found.intent not in _ANSWERS or found.evidence == ("intent:question-mark",):
+    if found.intent.value not in _ANSWERS or found.evidence == ("intent:question-mark",):
         return None
     return f"auto:reads-as-person:{found.intent.value}"
