@@ -5,10 +5,12 @@ shapes are in tests/fixtures/heldout/round4.py."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 from email.message import EmailMessage
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from replyguard.domain.inbound.classify import classify
 from replyguard.domain.states import ReplyKind
@@ -104,3 +106,11 @@ def test_an_automatic_message_in_a_thread_that_reads_as_a_person_is_marked(text:
 )
 def test_receipts_and_messages_outside_a_thread_are_not_marked(text: str, headers: dict[str, str]) -> None:
     assert not classify(_raw(text, headers)).reads_as_person
+
+
+@given(st.integers(min_value=-90, max_value=3 * 365))
+def test_a_written_return_date_is_kept_from_90_days_back_to_three_years_ahead(offset: int) -> None:
+    day = date(2026, 12, 7) + timedelta(days=offset)
+    text = f"I am on leave and will be back on {day.day} {day.strftime('%B')} {day.year}."
+    c = classify(_raw(text, AUTO))
+    assert (c.kind, c.return_date) == (ReplyKind.OUT_OF_OFFICE, day)
