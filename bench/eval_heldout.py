@@ -25,6 +25,7 @@ from eval_common import REPO, Item, print_report, score
 BUILD = REPO / "tests" / "fixtures" / "heldout" / "build.py"
 ROUND2 = REPO / "tests" / "fixtures" / "heldout" / "round2.py"
 ROUND3 = REPO / "tests" / "fixtures" / "heldout" / "round3.py"
+ROUND4 = REPO / "tests" / "fixtures" / "heldout" / "round4.py"
 
 
 def load_build(path: Path = BUILD, name: str = "heldout_build") -> ModuleType:
@@ -54,6 +55,12 @@ def round2_items() -> list[Item]:
 def round3_items() -> list[Item]:
     """Round 3 (issue 11): out-of-office return dates only, written after the date work."""
     cases = load_build(ROUND3, "heldout_round3").build()
+    return [Item(c.name, c.kind, c.dates, c.raw, c.lang, {}) for c in cases]
+
+
+def round4_items() -> list[Item]:
+    """Round 4 (issue 22): absences by their dates; never tuned on."""
+    cases = load_build(ROUND4, "heldout_round4").build()
     return [Item(c.name, c.kind, c.dates, c.raw, c.lang, {}) for c in cases]
 
 
@@ -129,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     third.pop("results")
     print_report(third, console, args.show_errors, title="Held-out round 3 (issue 11, dates). ")
     report["round3"] = third
+    fourth = score(round4_items())
+    fourth.pop("results")
+    print_report(fourth, console, args.show_errors, title="Held-out round 4 (issue 22, absences). ")
+    report["round4"] = fourth
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"

@@ -194,3 +194,11 @@ def test_predates_first_send(
 ) -> None:
     found = predates_first_send(written_at=written, first_sent_at=first, in_thread=in_thread, history=history)
     assert found is predates
+
+
+@pytest.mark.parametrize("current", [R.ACTIVE, R.OUT_OF_OFFICE])
+def test_an_automatic_message_that_reads_as_a_person_holds_the_lead(current: ReplyState) -> None:
+    effect = run(K.AUTO_REPLY, current, reads_as_person=True)
+    assert (effect.new_state, effect.cancel_steps, effect.notify) == (R.HELD, False, True)
+    assert effect.hold_reason and effect.recommendation
+    assert run(K.AUTO_REPLY, current).new_state is None  # without the person's words: logged only

@@ -15,10 +15,17 @@ Contract of `ImapPoller`:
 * A message expunged by another client while we read it is skipped once the server confirms
   it is gone; a message the server cannot give us (and did not expunge) is an error: the
   poller reconnects and tries again, never skipping it.
-* A changed UIDVALIDITY means the folder's UIDs were reassigned: the cursor restarts at 0 and
-  the whole folder is read again, as fresh mail (a reply that arrived meanwhile must count).
-  The handler must be idempotent (ingest dedupes by Message-ID and body), so the re-read has
-  no second effect on what was read before.
+* A changed UIDVALIDITY means a new mailbox (the server rebuilt its index, the mailbox
+  migrated, the folder was re-created): the cursor restarts at 0 and the whole folder is read
+  again. What we stored before is a duplicate (the handler must be idempotent: ingest dedupes
+  by Message-ID and body); a message that was there at the change (UID up to the newest then)
+  and is dated before the moment our cursor last advanced is old mail read again — history
+  the first start left alone, say — and is handed over `replayed`: it only informs. The rest
+  is live: a reply that arrived meanwhile must count. A message without a readable Date is
+  live (missing a reply costs more than a stop).
+* A folder renamed on the server keeps its UIDs and UIDVALIDITY (RFC 3501 RENAME): a first
+  start that finds another folder of the same account already read under this UIDVALIDITY
+  reads on from that folder's cursor, with the same rule for what lies between.
 * It waits with IDLE when the server offers it and wakes on EXISTS; otherwise it polls every
   `poll_interval` seconds. Before each IDLE it searches again until nothing is new: an EXISTS
   the server sent during our own FETCH is consumed there and would never wake the IDLE (a
@@ -43,6 +50,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.parser import BytesHeaderParser
+from email.utils import parsedate_to_datetime
 from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
@@ -76,12 +86,27 @@ class Cursor:
     uidvalidity: int | None
     last_uid: int
     history_until_uid: int | None = None  # a history import: UIDs up to this one are history
+    #: Read again under a new UIDVALIDITY: UIDs up to `history_until_uid` dated before this
+    #: moment are old mail that only informs.
+    replay_before: datetime | None = None
+    #: When the cursor last advanced (or began): the moment a new UIDVALIDITY replays up to.
+    advanced_at: datetime | None = None
 
 
 class CursorStore(Protocol):
     def load(self) -> Cursor: ...
     def save(self, uidvalidity: int, last_uid: int) -> None: ...
-    def begin(self, uidvalidity: int, last_uid: int, history_until_uid: int | None) -> None: ...
+    def begin(
+        self,
+        uidvalidity: int,
+        last_uid: int,
+        history_until_uid: int | None,
+        replay_before: datetime | None = None,
+    ) -> None: ...
+    def renamed_from(self, uidvalidity: int) -> Cursor | None:
+        """The cursor of another folder of the same account under this UIDVALIDITY: the folder
+        before a rename (servers keep UIDs and UIDVALIDITY across RENAME), else None."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +118,7 @@ class Fetched:
     size: int
     history: bool = False  # read by a history import, not arrived since we started
     refused: str | None = None  # why only the header was read (over the size limit)
+    replayed: bool = False  # old mail read again under a new UIDVALIDITY: it only informs
 
 
 class Lease(Protocol):
@@ -181,6 +207,18 @@ def _mailbox_grew(client: IMAPClient) -> bool:
     kept = client._imap.untagged_responses.pop("EXISTS", None)
     _, updates = client.noop()
     return bool(kept) or any(len(u) > 1 and u[1] == b"EXISTS" for u in updates)
+
+
+def _dated_before(raw: bytes, moment: datetime) -> bool:
+    """Whether the message's Date header is before `moment`; False without a readable Date."""
+    try:
+        value = BytesHeaderParser().parsebytes(raw).get("date")
+        written = parsedate_to_datetime(str(value)) if value else None
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return False
+    if written is None:
+        return False
+    return (written if written.tzinfo else written.replace(tzinfo=UTC)) < moment
 
 
 def _loopback(host: str) -> bool:
@@ -333,7 +371,7 @@ class ImapPoller:
             for start in range(0, len(uids), FETCH_BATCH):
                 self._read_batch(client, uidvalidity, uids[start : start + FETCH_BATCH], cursor)
             total += len(uids)
-            cursor = Cursor(uidvalidity, uids[-1], cursor.history_until_uid)
+            cursor = Cursor(uidvalidity, uids[-1], cursor.history_until_uid, cursor.replay_before)
             # A NOOP makes the server bring our view up to date (Dovecot adds messages that
             # landed meanwhile only then); the search above then finds them.
             client.noop()
@@ -344,16 +382,29 @@ class ImapPoller:
         cursor = self._store.load()
         if cursor.uidvalidity == uidvalidity:
             return cursor
+        newest = _newest_uid(client, info)
         if cursor.uidvalidity is not None:
             self.stats.rescans += 1
-            log.warning("UIDVALIDITY of %s changed: reading the whole folder again", self.source.key)
-            self._store.begin(uidvalidity, 0, None)
-            return Cursor(uidvalidity, 0)
-        newest = _newest_uid(client, info)
+            before = cursor.advanced_at
+            log.warning(
+                "UIDVALIDITY of %s changed: reading the folder again; mail dated before %s only informs",
+                self.source.key,
+                before,
+            )
+            self._store.begin(uidvalidity, 0, newest, before)
+            return Cursor(uidvalidity, 0, newest, before)
         if self.history:
             log.info("%s: first start, importing its history (UIDs up to %s)", self.source.key, newest)
             self._store.begin(uidvalidity, 0, newest)
             return Cursor(uidvalidity, 0, newest)
+        renamed = self._store.renamed_from(uidvalidity)
+        if renamed is not None:
+            # Read on from where the old name stopped; what lies between, dated before it last
+            # advanced, is old mail that only informs — as for a new UIDVALIDITY.
+            start = min(renamed.last_uid, newest)
+            log.warning("%s: a renamed folder: reading on from UID %s", self.source.key, start + 1)
+            self._store.begin(uidvalidity, start, newest, renamed.advanced_at)
+            return Cursor(uidvalidity, start, newest, renamed.advanced_at)
         log.info(
             "%s: first start: reading mail from UID %s on; its history is left alone",
             self.source.key,
@@ -376,17 +427,21 @@ class ImapPoller:
         vanished = set(batch) - set(bodies) - set(heads)
         if vanished:
             self._check_vanished(client, vanished)
-        until = cursor.history_until_uid
+        until, before = cursor.history_until_uid, cursor.replay_before
         for uid in batch:
-            history = until is not None and uid <= until
+            there = until is not None and uid <= until
+            raw = bodies.get(uid) or heads.get(uid)
+            replayed = there and before is not None and raw is not None and _dated_before(raw, before)
+            # A re-read folder's live part is not history; a history import's whole past is.
+            history = there and before is None
             if uid in bodies:
-                self._handle(Fetched(uid, bodies[uid], size_of[uid], history))
+                self._handle(Fetched(uid, bodies[uid], size_of[uid], history, replayed=replayed))
             elif uid in heads:
                 refused = (
                     f"message of {size_of[uid]} bytes is over the limit of {self.max_bytes}; "
                     f"it stays in {self.source.folder}, UID {uid}"
                 )
-                self._handle(Fetched(uid, heads[uid], size_of[uid], history, refused))
+                self._handle(Fetched(uid, heads[uid], size_of[uid], history, refused, replayed))
             self.stats.fetched += uid not in vanished
             self._store.save(uidvalidity, uid)
             self._renew_if_due()

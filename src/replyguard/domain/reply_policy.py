@@ -53,6 +53,7 @@ def decide(
     left_company: bool = False,
     other_address: bool = False,
     sender_confirmed: bool = True,
+    reads_as_person: bool = False,
 ) -> ReplyEffect:
     """The effect of one reply. `sender_confirmed=False`: the message lacks the proof its
     effect needs (domain/trust.py: not bound to an email we sent, nor authenticated for the
@@ -108,6 +109,18 @@ def decide(
             hold_reason="auto-reply says the person left or the mailbox is closed",
             notify=True,
             recommendation="Find the right contact at this company, or stop this lead.",
+        )
+    if kind is ReplyKind.AUTO_REPLY and reads_as_person:
+        # A helpdesk tool marks an agent's answer automatic: the sequence waits for a person.
+        return ReplyEffect(
+            _move(current, ReplyState.HELD),
+            cancel_steps=False,
+            hold_reason="an automatic message in our thread reads as a person's answer",
+            notify=True,
+            recommendation=(
+                "Read it: if a person answered (through a helpdesk tool), answer them yourself and "
+                "stop the lead; if it is only a machine, resume the sequence."
+            ),
         )
     # Other auto-replies and soft bounces are logged on the timeline; the sequence goes on.
     return ReplyEffect(None, cancel_steps=False)

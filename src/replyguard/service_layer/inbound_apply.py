@@ -34,7 +34,7 @@ from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import domain_of
 from replyguard.domain.authentication import AuthVerdict, judge
 from replyguard.domain.inbound.classify import Classification
-from replyguard.domain.inbound.status import channel_of
+from replyguard.domain.inbound.status import channel_of, is_replayed
 from replyguard.domain.inbound.storable import storable_text
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.reply_policy import predates_first_send
@@ -89,6 +89,9 @@ def apply_inbound(
         row.status = match.status
         uow.add_event(f"inbound_{match.status}", inbound_id=row.id, sender=c.from_address, evidence=evidence)
         return Applied((), evidence)
+    if is_replayed(row.source) and match.lead_ids:
+        # Old mail read again under a new UIDVALIDITY: it only informs (domain/inbound/status.py).
+        return _inform(uow, row, c, match.lead_ids, kind, evidence)
     if match.status == "matched":
         return _apply_matched(uow, app, row, c, match, kind, verdict, evidence)
     if match.status == "probable" and kind in _PERSON_KINDS:
@@ -177,6 +180,7 @@ def _record(
             references=tuple(r for r in (c.in_reply_to, *c.references) if r),
             bounce_reason=c.bounce.reason if c.bounce else None,
             bounce_counts=counts if kind is ReplyKind.BOUNCE_SOFT else None,
+            reads_as_person=c.reads_as_person and match.in_thread,
         ),
         app.settings,
         app.hooks,

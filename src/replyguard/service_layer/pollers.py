@@ -23,7 +23,7 @@ import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Connection, CursorResult, or_, select, text, update
@@ -31,7 +31,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.imap_source import Cursor, Fetched
-from replyguard.domain.inbound.status import InboundStatus, history_source
+from replyguard.domain.inbound.status import InboundStatus, history_source, replayed_source
 from replyguard.service_layer.ingest import IngestResult, ingest_raw
 from replyguard.service_layer.quarantine import keep_refused
 from replyguard.service_layer.runtime import Runtime
@@ -69,19 +69,56 @@ def read_cursor(app: Runtime, key: str) -> Cursor:
         row = _row(uow, key)
         row.checked_at = uow.clock.now()  # AUDIT (issue 13): the source answered just now
         uow.commit()
-        return Cursor(row.uidvalidity, row.last_uid, row.history_until_uid)
+        return Cursor(
+            row.uidvalidity,
+            row.last_uid,
+            row.history_until_uid,
+            row.replay_before,
+            advanced_at=row.updated_at,
+        )
 
 
 def begin_cursor(
-    app: Runtime, key: str, uidvalidity: int, last_uid: int, history_until_uid: int | None
+    app: Runtime,
+    key: str,
+    uidvalidity: int,
+    last_uid: int,
+    history_until_uid: int | None,
+    replay_before: datetime | None = None,
 ) -> None:
     """Start reading `key` under `uidvalidity` after `last_uid` (a first start, or a folder
-    whose UIDs were reassigned); UIDs up to `history_until_uid` are history."""
+    whose UIDs were reassigned); UIDs up to `history_until_uid` are history or, with
+    `replay_before`, old mail read again when dated before it."""
     with app.uow() as uow:
         row = _row(uow, key)
         row.uidvalidity, row.last_uid, row.history_until_uid = uidvalidity, last_uid, history_until_uid
+        row.replay_before = replay_before
         row.updated_at = uow.clock.now()
         uow.commit()
+
+
+def account_prefix(key: str) -> str:
+    """`imaps://user@host:993/` of a source key: what every folder of that account shares."""
+    return key[: key.index("/", key.index("://") + 3) + 1]
+
+
+def renamed_cursor(app: Runtime, key: str, uidvalidity: int) -> Cursor | None:
+    """The cursor of another folder of the same account read under `uidvalidity`: the same
+    folder before a rename. None when there is none, or more than one (no guessing)."""
+    prefix = account_prefix(key)
+    with app.uow() as uow:
+        rows = uow.session.scalars(
+            select(m.MailboxCursor).where(
+                m.MailboxCursor.workspace_id == uow.workspace_id,
+                m.MailboxCursor.source_key != key,
+                m.MailboxCursor.uidvalidity == uidvalidity,
+            )
+        ).all()
+        same = [r for r in rows if r.source_key.startswith(prefix)]
+        if len(same) != 1:
+            return None
+        row = same[0]
+        return Cursor(row.uidvalidity, row.last_uid, None, None, advanced_at=row.updated_at)
 
 
 def advance_cursor(app: Runtime, key: str, uidvalidity: int, last_uid: int) -> None:
@@ -110,8 +147,17 @@ class DbCursorStore:
     def save(self, uidvalidity: int, last_uid: int) -> None:
         advance_cursor(self.app, self.key, uidvalidity, last_uid)
 
-    def begin(self, uidvalidity: int, last_uid: int, history_until_uid: int | None) -> None:
-        begin_cursor(self.app, self.key, uidvalidity, last_uid, history_until_uid)
+    def begin(
+        self,
+        uidvalidity: int,
+        last_uid: int,
+        history_until_uid: int | None,
+        replay_before: datetime | None = None,
+    ) -> None:
+        begin_cursor(self.app, self.key, uidvalidity, last_uid, history_until_uid, replay_before)
+
+    def renamed_from(self, uidvalidity: int) -> Cursor | None:
+        return renamed_cursor(self.app, self.key, uidvalidity)
 
 
 def ingest_fetched(
@@ -120,11 +166,19 @@ def ingest_fetched(
     """The poller's handler: store (and process) each message, or keep a refused one's header.
 
     A history message is stored under the source `imap-history`: it informs and never stops
-    a lead as a fresh reply. Raises only when the store fails (the cursor then stays put).
+    a lead as a fresh reply, unless it answers our email; old mail read again under a new
+    UIDVALIDITY under `imap-reread-history`: it only informs, whatever it answers. Raises
+    only when the store fails (the cursor then stays put).
     """
 
     def handle(message: Fetched) -> None:
-        source = history_source("imap") if message.history else "imap"
+        source = (
+            replayed_source("imap")
+            if message.replayed
+            else history_source("imap")
+            if message.history
+            else "imap"
+        )
         if message.refused is not None:
             inbound_id = keep_refused(app, message.raw, source, message.refused)
             result = IngestResult(inbound_id, False, InboundStatus.REFUSED, detail=message.refused)

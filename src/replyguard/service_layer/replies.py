@@ -87,6 +87,8 @@ class IncomingReply:
     sender_confirmed: bool = True
     bounce_reason: str | None = None  # a bounce's reason in sisimai's taxonomy (bounce_reasons.py)
     bounce_counts: bool | None = None  # a soft bounce: adds up toward a hard one (None: by reason)
+    # An automatic message in our thread whose new text reads as a person's answer.
+    reads_as_person: bool = False
 
 
 @dataclass
@@ -142,6 +144,7 @@ def record_reply(
             left_company=reply.left_company,
             other_address=any(a != bounced for a in addresses) if bounced else len(addresses) > 1,
             sender_confirmed=reply.sender_confirmed,
+            reads_as_person=reply.reads_as_person,
         )
 
     effect = decide(lead.reply_state)

@@ -524,6 +524,9 @@ class MailboxCursor(Base):
     last_uid: Mapped[int] = mapped_column(BigInteger, default=0)
     #: A history import (`poll --history`): messages up to this UID are history, not replies.
     history_until_uid: Mapped[int | None] = mapped_column(BigInteger)
+    #: A folder read again under a new UIDVALIDITY: messages up to `history_until_uid` dated
+    #: before this moment (when the cursor last advanced) are old mail that only informs.
+    replay_before: Mapped[datetime | None]
     lease_owner: Mapped[str | None] = mapped_column(String(100))
     lease_until: Mapped[datetime | None]
     updated_at: Mapped[datetime]

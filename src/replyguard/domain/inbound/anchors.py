@@ -56,7 +56,8 @@ ANCHORS: tuple[Anchor, ...] = (
         "en",
         "back",
         r"\b(?:back|return|returning|be back|in the office|available again|"
-        r"reachable again)\s+(?:to (?:the|my) (?:office|desk)\s+|in (?:the )?office\s+)?"
+        r"reachable again)\s+(?:to (?:the|my) (?:office|desk)\s+|in (?:the )?office\s+|"
+        r"at (?:the |my )?(?:desk|work|office)\s+|in\s+(?=on\b|from\b))?"
         r"(?:on|by|from|at)?\s*",
     ),
     _a("en", "until_incl", r"\b(?:through|thru|up to and including|until and including)\s+"),
@@ -144,8 +145,9 @@ ANCHORS: tuple[Anchor, ...] = (
     _a(
         "pl",
         "back",
-        r"\b(?:wracam|wrócę|powrót|będę (?:dostępn[ya]|w biurze|z powrotem|osiągaln[ya]))\s+"
-        r"(?:w\s+|od\s+|dnia\s+)*",
+        r"\b(?:wracam|wrócę|powrót|po powrocie,?|ponownie|"
+        r"będę (?:dostępn[ya]|w biurze|z powrotem|osiągaln[ya]))\s+"
+        r"(?:do (?:biura|pracy)\s+)?(?:w\s+|od\s+|dnia\s+)*",
     ),
 )
 

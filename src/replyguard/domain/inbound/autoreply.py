@@ -28,7 +28,8 @@ _VENDOR_AUTOREPLY_HEADERS = (
     "x-autoresponse",
     "x-amazon-auto-reply",
 )
-_FALSE_VALUES = frozenset({"no", "false", "0", "off"})
+#: Values of a vendor responder header that say "not automatic" (`X-Autorespond: none`).
+_FALSE_VALUES = frozenset({"", "no", "none", "n", "false", "0", "off", "never", "disabled", "null", "nil"})
 _NOREPLY_FROM = re.compile(
     r"^(?:no-?reply|do-?not-?reply|donotreply|auto-?reply|autoresponder|mailer-daemon|"
     r"postmaster|notifications?)(?:[+.-][^@]*)?@",

@@ -167,6 +167,36 @@ def original_message_id(msg: Message, text: str) -> str | None:
     return None
 
 
+def _returned_to(msg: Message) -> set[str]:
+    """The recipients (To, Cc) of the message a report returns, lower-cased: whom we wrote to."""
+    found: set[str] = set()
+    for part in own_parts(msg):
+        ctype = content_type(part)
+        inner: Message | None = None
+        if ctype in {"message/rfc822", "message/global"}:
+            payload = part.get_payload()
+            first = payload[0] if isinstance(payload, list) and payload else None
+            inner = first if isinstance(first, Message) else None
+        elif ctype in {"text/rfc822-headers", "message/rfc822-headers"}:
+            inner = HeaderParser().parsestr(decode_part(part))
+        if inner is not None:
+            for name in ("to", "cc"):
+                found.update(a.lower().strip(".") for a in _ADDR_ANY.findall(header(inner, name)))
+    return found
+
+
+def _ours(failed: list[Report], msg: Message) -> Report:
+    """The failed recipient the report is about for us: in a report on several recipients (an
+    Exchange NDR for a group, a relay that expanded an alias), the one our returned email was
+    addressed to; else the first, as the reporting server listed them."""
+    if len(failed) > 1:
+        ours = _returned_to(msg)
+        for report in failed:
+            if report.recipient and report.recipient.lower() in ours:
+                return report
+    return failed[0]
+
+
 def _flufl_failures(msg: Message) -> tuple[set[str], set[str]]:
     try:
         from flufl.bounce import all_failures
@@ -293,7 +323,7 @@ def detect_bounce(
     reports, agent = read_reports(mail)
     failed = _failed(reports)
     if failed:
-        report = failed[0]
+        report = _ours(failed, msg)
         evidence.append(f"mta:{agent}")
     else:  # prose no reader knows: the whole notice is the diagnostic
         report = Report(diagnosis=f"{notice}\n{subject}", action="delayed" if _DELAY.search(notice) else None)

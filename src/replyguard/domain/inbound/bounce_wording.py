@@ -219,6 +219,21 @@ WORDING: dict[str, Family] = {
         r"recipient suspend the service|this account has been disabled or discontinued|this account has been temporarily suspended",
         r"this address no longer accepts mail|this mailbox is disabled|user or domain is disabled|user suspended",
         r"vdelivermail: account is locked email bounced",
+        # Expired, closed or deactivated accounts, in the words servers localise (issue 22):
+        # each names the account or the mailbox, so a message's own expiry never reads so.
+        r"(?:mailbox|account|e-?mail address) (?:has |is )?(?:expired|closed|deactivated|terminated)",
+        r"(?:mailbox|account) (?:has been |was )(?:closed|deactivated|deleted|terminated|removed)",
+        r"(?:mailbox|address|account) (?:is )?no longer (?:available|active|in use|exists)",
+        r"konto (?:wygas[łl][oe]|(?:zosta[łl]o |jest )?(?:zablokowane|wy[łl][aą]czone|usuni[ęe]te|nieaktywne))",
+        r"skrzynka (?:\S+ )?(?:wygas[łl]a|(?:zosta[łl]a |jest )?(?:zablokowana|wy[łl][aą]czona|usuni[ęe]ta|nieaktywna))",
+        r"cuenta (?:\S+ ){0,2}(?:ha caducado|caducada|desactivada|cancelada|eliminada)|buzón (?:\S+ )?(?:caducado|desactivado|eliminado)",
+        r"(?:postfach|konto) (?:\S+ ){0,2}(?:nicht mehr verf(?:ü|u|ue)gbar|abgelaufen|deaktiviert|gel(?:ö|o|oe)scht|aufgel(?:ö|o|oe)st)",
+        r"compte (?:\S+ ){0,2}(?:a )?(?:expir[ée]|d[ée]sactiv[ée]|supprim[ée]|ferm[ée])",
+        r"bo[îi]te (?:aux lettres )?(?:\S+ )?(?:expir[ée]e|d[ée]sactiv[ée]e|supprim[ée]e|ferm[ée]e)",
+        r"casella (?:\S+ ){0,2}(?:(?:è |e )?scaduta|disattivata|chiusa|eliminata)|account (?:è |e )?(?:scaduto|disattivato)",
+        r"conta (?:\S+ ){0,2}(?:expirou|expirada|desativada|encerrada|exclu[íi]da)",
+        r"(?:mailbox|account|postvak) (?:is )?(?:verlopen|opgeheven|gedeactiveerd|verwijderd)",
+        r"больше не обслуживается|(?:ящик|аккаунт|учетная запись|учётная запись) (?:\S+ )?(?:заблокирован|отключен|удален|удалён)",
     ),
     "hasmoved": _family(r" has been replaced by "),
     "norelaying": _family(
@@ -258,6 +273,16 @@ WORDING: dict[str, Family] = {
         r"unknown (?:mailbox|recipient|user)|user (?:does not exist|missing home directory|not active|not exist|not found|not known|unknown)",
         r"utilisateur inconnu !|vdeliver: invalid or unknown virtual user|your envelope recipient is in my badrcptto list",
         r"weil die adresse nicht gefunden wurde oder keine e-mails empfangen kann",
+        # "Does not exist" and "could not be found" in the shapes servers write (issue 22).
+        r"(?:the )?recipient(?:['’]s)? (?:mailbox |address |e-?mail address )?(?:does not|doesn['’]t|did not) exist",
+        r"(?:e-?mail )?address you entered (?:couldn['’]t|could not|was not|cannot|can['’]t) be found|addressee unknown",
+        r"no such account|account (?:does not|doesn['’]t) exist|recipient (?:is )?invalid|recipient address (?:is )?invalid",
+        r"(?:empf(?:ä|a|ae)nger|postfach|benutzer|adresse) (?:nicht gefunden|nicht vorhanden|(?:ü|u|ue)ng(?:ü|u|ue)ltig)",
+        r"(?:adresse|destinataire|utilisateur) (?:introuvable|invalide)",
+        r"(?:destinatario|usuario|buz[óo]n) (?:inexistente|no encontrado|inv[áa]lido)",
+        r"(?:odbiorca|konto|adres) (?:nie istnieje|nieznany|nie zosta[łl] znaleziony)|nie ma takiego (?:u[żz]ytkownika|adresu|konta|odbiorcy)",
+        r"(?:адресат|пользователь|получатель) не найден|(?:ontvanger|gebruiker|adres) (?:bestaat niet|niet gevonden|onbekend)",
+        r"(?:anv(?:ä|a)ndaren|adressen|mottagaren) (?:finns inte|hittades inte)",
         # Localised wordings of the same fact (German, French, Spanish, Italian, Portuguese,
         # Polish, Russian, Dutch, Swedish, Japanese), each naming the mailbox or the user.
         r"(?:benutzer|empfänger|postfach|adresse) (?:ist )?unbekannt|unbekannter (?:benutzer|empfänger)",

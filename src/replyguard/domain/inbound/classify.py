@@ -18,7 +18,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from replyguard.domain.addresses import sender_of
-from replyguard.domain.inbound.autoreply import detect_auto_reply
+from replyguard.domain.inbound.autoreply import AutoVerdict, detect_auto_reply
 from replyguard.domain.inbound.bounce import BounceInfo, detect_bounce
 from replyguard.domain.inbound.bounce_facts import facts_of
 from replyguard.domain.inbound.bounce_policy import verdict
@@ -34,6 +34,7 @@ from replyguard.domain.inbound.parse import (
     parse_message,
     raw_header,
 )
+from replyguard.domain.inbound.person_answer import person_answer
 from replyguard.domain.inbound.quotes import new_text_with_history
 from replyguard.domain.inbound.returndate import find_return_date
 from replyguard.domain.inbound.unsubscribe import detect_unsubscribe
@@ -83,6 +84,8 @@ class Classification:
     date: datetime | None
     #: A spam complaint's facts (which email, which address): what ties it to a lead.
     complaint: Complaint | None = None
+    #: An automatic message whose new text reads as a person's answer (person_answer.py).
+    reads_as_person: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object `replyguard inspect --json` prints."""
@@ -208,6 +211,21 @@ def _out_of_time(msg: EmailMessage) -> Classification:
     )
 
 
+def _automatic(
+    msg: EmailMessage, auto: AutoVerdict, reply: str, subject: str, sent: datetime | None
+) -> tuple[ReplyKind, tuple[str, ...], date | None, bool]:
+    """(kind, evidence, return date, reads as a person) of a message a machine sent. Any
+    auto-reply with a return date is an absence, worded "out of the office" or not."""
+    if auto.left_company:
+        return ReplyKind.AUTO_REPLY, auto.evidence, None, False
+    return_date, rule = find_return_date(reply, subject, sent, header(msg, "x-apple-criteria"), auto.language)
+    if auto.out_of_office or return_date is not None:
+        return ReplyKind.OUT_OF_OFFICE, (*auto.evidence, *((rule,) if rule else ())), return_date, False
+    replying = bool(header(msg, "in-reply-to") or header(msg, "references"))
+    answer = person_answer(reply, subject, replying=replying)
+    return ReplyKind.AUTO_REPLY, (*auto.evidence, *((answer,) if answer else ())), None, answer is not None
+
+
 def _classify(msg: EmailMessage, budget: _Budget) -> Classification:
     subject = header(msg, "subject")
     sender = _from_address(msg)
@@ -219,6 +237,7 @@ def _classify(msg: EmailMessage, budget: _Budget) -> Classification:
     evidence: tuple[str, ...] = ()
     return_date: date | None = None
     left_company, new_contact = False, None
+    reads_as_person = False
 
     notice = detect_notice(msg, subject, full, sender)
     bounce, bounce_ev = (None, ()) if notice else detect_bounce(msg, subject, sender, full)
@@ -244,18 +263,8 @@ def _classify(msg: EmailMessage, budget: _Budget) -> Classification:
             # subject that is only "unsubscribe" is a request whatever the headers say.
             kind, evidence = ReplyKind.UNSUBSCRIBE, ("subject:unsubscribe-only", *auto.evidence)
         elif auto.automatic:
-            evidence = auto.evidence
             left_company, new_contact = auto.left_company, auto.new_contact
-            kind = ReplyKind.AUTO_REPLY
-            if not auto.left_company:
-                return_date, rule = find_return_date(
-                    reply, subject, sent, header(msg, "x-apple-criteria"), auto.language
-                )
-                if auto.out_of_office or return_date is not None:
-                    kind = ReplyKind.OUT_OF_OFFICE
-                    evidence += (rule,) if rule else ()
-                else:
-                    return_date = None
+            kind, evidence, return_date, reads_as_person = _automatic(msg, auto, reply, subject, sent)
         elif unsubscribe_ev:
             kind, evidence = ReplyKind.UNSUBSCRIBE, unsubscribe_ev
         else:
@@ -277,4 +286,5 @@ def _classify(msg: EmailMessage, budget: _Budget) -> Classification:
         **_threading(msg),
         date=sent,
         complaint=complaint_of(msg, full) if complained else None,
+        reads_as_person=reads_as_person,
     )

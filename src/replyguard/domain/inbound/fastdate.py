@@ -154,13 +154,19 @@ WORTH_DATEPARSER = re.compile(
 )
 
 
+#: A date without a year up to this long before the message is read as past (a responder left
+#: on after the absence: "back on 1 December" sent on the 7th), not as next year's.
+RECENT_PAST = timedelta(days=21)
+
+
 def with_rollover(month: int, day: int, year: int | None, sent: date) -> date | None:
-    """The date, with the next year when no year is written and it would lie in the past."""
+    """The date, with the next year when no year is written and it lies more than RECENT_PAST
+    before the message."""
     try:
         if year is not None:
             return date(year, month, day)
         candidate = date(sent.year, month, day)
-        if candidate < sent - timedelta(days=1):
+        if candidate < sent - RECENT_PAST:
             candidate = date(sent.year + 1, month, day)
         return candidate
     except ValueError:

@@ -116,7 +116,8 @@ OOO = _family(
             r"\bout of (?:the )?office\b|\baway from (?:the |my )?(?:office|desk|e-?mail)\b|"
             r"\b(?:on|in) (?:annual |parental |maternity |paternity |sick |study )?leave\b|"
             r"\bon (?:vacation|holiday|holidays|a business trip)\b|\b(?:i am|i'm|i will be|"
-            r"i'll be) (?:currently )?(?:away|travell?ing|out)\b|\blimited access to (?:my )?"
+            r"i'll be) (?:currently )?(?:away|travell?ing|out)\b|\bsabbatical\b|"
+            r"\b(?:parental|maternity|paternity|medical) leave\b|\blimited access to (?:my )?"
             r"e-?mail\b|\bupon my return\b|\bis out of the office\b|\bvacation\b",
         ),
         (

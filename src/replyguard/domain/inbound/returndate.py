@@ -10,8 +10,11 @@ X inclusive" / "through X" and the end of a range ("23.12.–06.01.", "from July
 ambiguous and gives X (X is also what "not back until X" means). A weekday means the next such
 day after the message ("from Monday", "od poniedziałku", "bis Freitag"); "Monday to Friday"
 is opening hours and gives nothing. Numeric dates are read by hand so D/M versus M/D can be
-chosen by plausibility against the Date. A date before the message or more than a year after
-it is rejected. Only the first 8,000 characters of the text are read. dateparser is imported
+chosen by plausibility against the Date. A date more than three years after the message is
+rejected (a sabbatical or a parental leave is not: the reply policy holds the lead for a person
+when the absence is longer than the pause limit), and so is one more than PAST before it; a
+date up to PAST before the message is kept, so that an absence already over pauses nothing.
+Only the first 8,000 characters of the text are read. dateparser is imported
 lazily and only runs on anchored spans of out-of-office messages, never on ordinary replies.
 """
 
@@ -42,7 +45,8 @@ _POSTFIX = compile_lower(
     r"|(?<![\d.])(\d{1,2}\.?\s+[^\W\d_]{3,12}(?:\s+\d{4})?)(?:['’][^\W\d_]{1,4})?(?:\s+[^\W\d_]{4,9})?\s+"
     r"(?:günü\s+|tarihinde\s+|itibar[ıi]yla\s+|itibaren\s+)?(?:ofiste|işbaşı|görevimin başında|dönüyor)",
 )
-_MAX_AHEAD = timedelta(days=400)
+_MAX_AHEAD = timedelta(days=3 * 366)
+PAST = timedelta(days=90)
 _SPAN_CHARS = 60
 # The return date sits in an out-of-office notice's first lines; reading only the start bounds
 # the cost on a hostile 64,000-character body of anchor words (about 0.4 s when read whole).
@@ -50,7 +54,12 @@ _MAX_TEXT_CHARS = 8_000
 
 
 def _plausible(day: date, sent: date) -> bool:
-    return sent - timedelta(days=1) <= day <= sent + _MAX_AHEAD
+    return sent - PAST <= day <= sent + _MAX_AHEAD
+
+
+def _nearest(found: list[date], sent: date) -> date:
+    """The reading to believe: the nearest on or after the message Date, else the nearest before."""
+    return min(found, key=lambda d: (d < sent - timedelta(days=1), abs(d - sent)))
 
 
 def _numeric(span: str, lang: str, sent: date) -> date | None:
@@ -70,7 +79,7 @@ def _numeric(span: str, lang: str, sent: date) -> date | None:
     orders = [(b, a)] if sep == "." else ([(a, b), (b, a)] if lang == "en" else [(b, a), (a, b)])
     found = [d for m, dd in orders if (d := with_rollover(m, dd, year, sent)) is not None]
     found = [d for d in found if _plausible(d, sent)]
-    return min(found, key=lambda d: d - sent) if found else None
+    return _nearest(found, sent) if found else None
 
 
 _DATEPARSER_LANG = {"da": "da", "no": "nb"}

@@ -71,6 +71,19 @@ def is_history(source: str) -> bool:
     return source.endswith(HISTORY_SUFFIX)
 
 
+#: Old mail read again (a folder under a new UIDVALIDITY, dated before what we had read): it
+#: only informs, even when it answers our email — that answer was read, or left alone, before.
+REPLAYED_SUFFIX = "-reread" + HISTORY_SUFFIX
+
+
+def replayed_source(source: str) -> str:
+    return source + REPLAYED_SUFFIX
+
+
+def is_replayed(source: str) -> bool:
+    return source.endswith(REPLAYED_SUFFIX)
+
+
 #: What `inbound_messages.source` holds, and the part of it a reply records (`replies.source`).
 SOURCE_LENGTH = 40
 CHANNEL_LENGTH = 20

@@ -11,8 +11,8 @@ import hashlib
 import hmac
 from datetime import datetime, timedelta
 
-#: How far a signed timestamp may be from our clock, in either direction.
-MAX_SKEW = timedelta(minutes=5)
+from replyguard.domain.provider_retries import CLOCK_SKEW
+
 MAX_TOKEN = 200
 
 
@@ -25,8 +25,14 @@ def same(given: str, expected: str) -> bool:
     return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode("utf-8", "replace"))
 
 
-def verify_mailgun(signing_key: str, timestamp: str, token: str, signature: str, *, now: datetime) -> None:
-    """Mailgun: hex HMAC-SHA256(signing key, timestamp + token) == signature, and fresh."""
+def verify_mailgun(
+    signing_key: str, timestamp: str, token: str, signature: str, *, now: datetime, max_age: timedelta
+) -> None:
+    """Mailgun: hex HMAC-SHA256(signing key, timestamp + token) == signature, signed at most
+    `max_age` ago (Mailgun retries with the original timestamp) and at most the clock skew ahead.
+
+    Age alone does not stop a replay: the caller claims the token once (webhook_nonces).
+    """
     if not timestamp or not token or not signature or len(token) > MAX_TOKEN:
         raise Rejected("signature fields missing or malformed")
     expected = hmac.new(signing_key.encode(), f"{timestamp}{token}".encode(), hashlib.sha256).hexdigest()
@@ -36,8 +42,10 @@ def verify_mailgun(signing_key: str, timestamp: str, token: str, signature: str,
         signed_at = datetime.fromtimestamp(int(timestamp), tz=now.tzinfo)
     except (ValueError, OverflowError, OSError):
         raise Rejected("timestamp is not a number of seconds") from None
-    if abs(now - signed_at) > MAX_SKEW:
-        raise Rejected(f"timestamp {timestamp} is more than {MAX_SKEW} from now")
+    if signed_at - now > CLOCK_SKEW:
+        raise Rejected(f"timestamp {timestamp} is more than {CLOCK_SKEW} ahead of now")
+    if now - signed_at > max_age:
+        raise Rejected(f"timestamp {timestamp} is older than {max_age}, past the provider's retries")
 
 
 def verify_basic(authorization: str | None, user: str, password: str) -> None:

@@ -2,7 +2,9 @@
 
 Mailgun posts raw MIME in `body-mime` only when the route URL ends in `mime`, hence the
 second path. Authenticity: HMAC-SHA256(signing key, timestamp + token) in `signature`, a
-timestamp within five minutes of our clock, and a token never accepted before.
+timestamp no older than Mailgun's retries last (a retry carries the original timestamp, so a
+request we refused for load must still pass hours later; domain/provider_retries.py), and a
+token never accepted before, which is what stops a replay.
 
 The signature travels inside the body, so the body is read (spooled, within the limit) and
 first passed over keeping only `timestamp`, `token` and `signature`; nothing else is parsed,
@@ -21,6 +23,7 @@ from fastapi.responses import JSONResponse
 from starlette.requests import Request
 
 from replyguard.bootstrap import App
+from replyguard.domain.provider_retries import MAILGUN
 from replyguard.entrypoints.http.auth import MAX_TOKEN, Rejected, verify_mailgun
 from replyguard.entrypoints.http.forms import Body
 from replyguard.entrypoints.http.inbound import Gate, accept, authenticated, body_reader, convert, form_of
@@ -57,6 +60,7 @@ def router(app: App, gate: Gate) -> APIRouter:
                 signed.text("signature") or "",
                 # Mailgun signs with the real time: a simulated clock must not move the window.
                 now=app.wall_clock.now(),
+                max_age=MAILGUN.max_age,
             )
         except Rejected as exc:
             log.warning("mailgun: refused: %s", exc)
@@ -65,11 +69,16 @@ def router(app: App, gate: Gate) -> APIRouter:
         form = form_of(request, body)
         raw = convert(PROVIDER, lambda: mailgun_raw(form), body)
         try:
-            response = accept(app, raw, PROVIDER, with_store=lambda uow: nonces.claim(uow, PROVIDER, token))
+            response = accept(
+                app,
+                raw,
+                PROVIDER,
+                with_store=lambda uow: nonces.claim(uow, PROVIDER, token, at=app.wall_clock.now()),
+            )
         except nonces.Replayed:
             return _replayed(app, raw)
         with app.uow() as uow:
-            nonces.forget_expired(uow, PROVIDER)
+            nonces.forget_expired(uow, PROVIDER, now=app.wall_clock.now(), keep=MAILGUN.keep_tokens)
             uow.commit()
         return response
 

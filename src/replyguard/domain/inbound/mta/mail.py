@@ -113,6 +113,15 @@ def _unfolded_multipart(part: Message) -> str:
     return "\n".join(texts)[:_MAX_NOTICE]
 
 
+def _utf8(value: str) -> str:
+    """A DSN field as written: 8-bit bytes (RFC 6533's UTF-8 fields, or a server's localised
+    diagnostic) are kept by the parser as surrogates; read them as UTF-8."""
+    try:
+        return value.encode("ascii", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        return value  # already text
+
+
 def _dsn_text(msg: Message) -> str:
     blocks: list[str] = []
     for part in own_parts(msg):
@@ -122,7 +131,7 @@ def _dsn_text(msg: Message) -> str:
         if isinstance(payload, list):
             for block in payload:
                 if isinstance(block, Message):
-                    blocks.append("\n".join(f"{k}: {v}" for k, v in block.items()))
+                    blocks.append("\n".join(f"{k}: {_utf8(str(v))}" for k, v in block.raw_items()))
         else:
             blocks.append(decode_part(part))
     return "\n\n".join(blocks).replace("\r\n", "\n")[:_MAX_DSN]
