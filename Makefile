@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 RG     := $(VENV)/bin/replyguard
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-fast screens lint fmt eval eval-bounces classify-cost torture torture-long bench clean lock
+.PHONY: help run test test-long test-fast screens lint fmt eval eval-bounces classify-cost torture torture-long bench clean lock
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -71,9 +71,15 @@ run: $(VENV)/.runtime ## Demo workspace on SQLite, then web + worker at http://1
 # subprocesses and PostgreSQL a third of the time, so 3 keep 2 cores busy), then the tests marked
 # `serial` (races and the fault campaign, which measure what concurrency does) alone, with
 # nothing else running. A serial test refuses to run inside an xdist worker (tests/conftest.py).
-test: $(VENV)/.installed ## Run the whole suite (SQLite, and PostgreSQL when reachable)
-	$(PY) -m pytest -n 3 -m 'not serial' $(PYTEST_ARGS)
-	$(PY) -m pytest -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS selected none
+test: $(VENV)/.installed ## Run the suite (SQLite, and PostgreSQL when reachable); the long fault runs: test-long
+	$(PY) -m pytest -n 3 -m 'not serial and not long' $(PYTEST_ARGS)
+	$(PY) -m pytest -m 'serial and not long' $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS selected none
+
+# The long fault runs and slow properties, one at a time: the short fault campaign (and the
+# proof that its checker catches a broken guard), a worker killed at every named point, the
+# hypothesis state machine on PostgreSQL. `.ci/run` runs them after `make test`.
+test-long: $(VENV)/.installed ## The long fault runs and slow properties (PostgreSQL): .ci/run runs them too
+	$(PY) -m pytest -m long $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 screens: $(VENV)/.installed ## Screenshots of every page at 390 and 1,280 px into docs/screens/ (the README's)
 	REPLYGUARD_SCREENS=docs/screens $(PY) -m pytest tests/web/test_responsive.py -q -p no:randomly

@@ -27,7 +27,7 @@ from tests.support.fault_worker import COMMAND
 from tests.support.scenario import simple_workspace
 from tests.support.smtp_servers import RecordingSmtpServer
 
-pytestmark = [pytest.mark.postgres_only]
+pytestmark = [pytest.mark.postgres_only, pytest.mark.long]
 
 FAULTS = {
     "before_claim_commit": 0.05,

@@ -373,7 +373,7 @@ class SequenceMachine(RuleBasedStateMachine):
         assert all(state != "active" or lead_id in decided for lead_id, state in rows)
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.long)])
 def test_state_machine(
     database: str, tmp_path: Path, sqlite_template: Path, request: pytest.FixtureRequest
 ) -> None:

@@ -20,7 +20,7 @@ from bench.torture import PROFILES, run
 
 from tests.conftest import pg_admin_url
 
-pytestmark = [pytest.mark.postgres_only, pytest.mark.serial]
+pytestmark = [pytest.mark.postgres_only, pytest.mark.serial, pytest.mark.long]
 
 
 def _short(**changes: Any) -> dict[str, Any]:
