@@ -199,7 +199,7 @@ def check_public_url(instance: App, *, allow_localhost: bool) -> None:
     refusal (exit 2) for real mail over SMTP unless the person says it is meant."""
     if not instance.settings.public_url_unset:
         return
-    smtp = instance.transport_spec.startswith(("smtp://", "smtps://"))
+    smtp = instance.transport_spec.startswith(("smtp://", "smtp+starttls://", "smtps://"))
     if smtp and not allow_localhost:
         fail(
             "REPLYGUARD_PUBLIC_URL is not set, so the List-Unsubscribe links of emails sent by SMTP "
@@ -255,7 +255,7 @@ def worker(
 
     instance = open_app(ctx, running_clock=not once)
     try:
-        transport = instance.transport
+        instance.transport  # noqa: B018 - the default transport's spec parses, or exit 2 now
     except ValueError as exc:
         fail(str(exc), code=2)
     check_public_url(instance, allow_localhost=allow_localhost_unsubscribe)
@@ -268,7 +268,8 @@ def worker(
             f"{at} {line.result:<8} step {line.position} to {line.to_address}: {line.subject}", soft_wrap=True
         )
 
-    work = Worker(instance, transport, on_result=None if quiet else tell, stop=threading.Event())
+    # No transport given: each mailbox sends through its own (`App.transport_for`).
+    work = Worker(instance, on_result=None if quiet else tell, stop=threading.Event())
     done = threading.Event()
 
     def after_signal() -> None:

@@ -245,7 +245,7 @@ class WorkerPart:
 
         self.finished.clear()
         try:
-            self.current = Worker(self.instance, self.instance.transport, stop=stop)
+            self.current = Worker(self.instance, stop=stop)  # each mailbox's own transport
             report = run_forever(self.current)
         finally:
             self.finished.set()
