@@ -21,8 +21,10 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
+from replyguard.adapters.imap_check import Check
 from replyguard.adapters.imap_source import ImapUrlError, parse_imap_url
 from replyguard.adapters.secret_box import NoSecretKey, SecretBox
+from replyguard.adapters.transports.base import Outcome
 from replyguard.adapters.transports.smtp import SCHEMES, SmtpSettings, redact_url
 from replyguard.domain.addresses import check_header_value, normalize_address
 from replyguard.service_layer.mailboxes import MailboxNotFound, MailboxSettings, _validate, campaigns_of
@@ -319,3 +321,36 @@ def _find(uow: UnitOfWork, address: str) -> m.Mailbox | None:
     return uow.session.scalar(
         select(m.Mailbox).where(m.Mailbox.workspace_id == uow.workspace_id, m.Mailbox.address == address)
     )
+
+
+def check_account(account: StoredAccount, *, timeout: float = 30.0) -> list[Check]:
+    """Log in to the mailbox's SMTP and IMAP servers as it would to send and read, and say in
+    words what works and what does not. Nothing is sent, and no folder is changed."""
+    from replyguard.adapters.imap_check import check_imap
+    from replyguard.adapters.transports.smtp import SmtpTransport
+
+    found: list[Check] = []
+    settings = account.smtp_settings()
+    if settings is None:
+        found.append(Check("sending (SMTP)", True, "no SMTP account: the default transport sends for it"))
+    else:
+        checked = SmtpTransport(replace(settings, timeout=min(settings.timeout, timeout))).check()
+        worked = checked.outcome is Outcome.ACCEPTED
+        found.append(Check("sending (SMTP)", worked, _smtp_words(checked.detail)))
+    if account.imap_url is None:
+        found.append(Check("reading (IMAP)", True, "no IMAP account: replies come from the other sources"))
+    elif account.imap_password is None:
+        found.append(Check("reading (IMAP)", False, "no IMAP password is stored"))
+    else:
+        source = parse_imap_url(_with_password(account.imap_url, account.imap_password))
+        found.extend(check_imap(source, account.folders or ("INBOX",), account.sent_folder, timeout=timeout))
+    return found
+
+
+def _smtp_words(detail: str) -> str:
+    """The transport's detail, with its usual causes said plainly."""
+    if "535" in detail or ("Authentication" in detail and "refused" in detail):
+        return f"the server refused the login (wrong user or password?): {detail}"
+    if "ConnectionRefused" in detail or "Connection refused" in detail:
+        return f"nothing answers there (connection refused): {detail}"
+    return detail

@@ -339,6 +339,7 @@ from replyguard.entrypoints.cli import (  # noqa: E402
     mailbox_cmd,
     poll_cmd,
     reply_cmd,
+    secrets_cmd,
     senders_cmd,
     serve_cmd,
     steps_cmd,
@@ -358,6 +359,7 @@ senders_cmd.register(app)
 inbound_cmd.register(app)
 campaign_cmd.register(app)
 mailbox_cmd.register(app)
+secrets_cmd.register(app)
 enroll_cmd.register(app)
 steps_cmd.register(app)
 
