@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # built on demand: most commands need none of them
     from replyguard.adapters.model_client import ModelClient
     from replyguard.adapters.notices.base import NoticeChannel
     from replyguard.adapters.secret_box import SecretBox
+    from replyguard.service_layer.mailbox_pollers import MailboxPollers
     from replyguard.service_layer.notice_delivery import NoticeDelivery
 
 DEFAULT_WORKSPACE = "default"
@@ -243,6 +244,27 @@ class App:
             max_bytes=self.settings.message_max_bytes,
             health=RecordedHealth(self, source.key, source.password),
         )
+
+    def mailbox_pollers(
+        self,
+        handle: Callable[[Fetched], None] | None = None,
+        *,
+        timing: Timing | None = None,
+        history: bool = False,
+    ) -> MailboxPollers:
+        """One poller for every connected mailbox: each watched folder of each mailbox with an
+        IMAP account, read by its own `imap_poller`, the list read again while it runs."""
+        from replyguard.service_layer.mailbox_accounts import watched_sources
+        from replyguard.service_layer.mailbox_pollers import MailboxPollers
+
+        def sources() -> dict[str, str]:
+            with self.uow() as uow:
+                return watched_sources(uow, self.secret_box())
+
+        def make(url: str) -> ImapPoller:
+            return self.imap_poller(url, handle, timing=timing, history=history)
+
+        return MailboxPollers(sources, make)
 
     def init_database(self) -> int:
         """Migrate to the newest schema and make sure this app's workspace exists."""

@@ -67,7 +67,12 @@ BAD: dict[str, list[Case]] = {
     "inspect": [case("inspect", "no-such-file.eml"), case("inspect", "README.md")],
     "serve": [case("--db", BAD_DB, "serve"), case("serve", "--port", "eighty")],
     "listen": [case("--db", BAD_DB, "listen"), case("--workspace", "nope", "listen")],
-    "poll": [case("poll", "--imap", BAD_IMAP), case("poll", "--imap", "ftp://mail.example.test/INBOX")],
+    "poll": [
+        case("poll", "--imap", BAD_IMAP),
+        case("poll", "--imap", "ftp://mail.example.test/INBOX"),
+        case("poll", "--once"),  # no URL and no connected mailbox with an IMAP account
+        case("poll", "--folder", "Sent"),  # --folder without --imap
+    ],
     "notify": [
         case("notify", REPLYGUARD_NOTIFY_WEBHOOK_URL="ftp://hooks.example.test/x"),
         case("--db", BAD_DB, "notify"),

@@ -14,6 +14,7 @@ SMTP URL of its own (the demo's Maildir, a shared relay).
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -23,13 +24,15 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.adapters.imap_check import Check
 from replyguard.adapters.imap_source import ImapUrlError, parse_imap_url
-from replyguard.adapters.secret_box import NoSecretKey, SecretBox
+from replyguard.adapters.secret_box import NoSecretKey, SecretBox, SecretUnreadable
 from replyguard.adapters.transports.base import Outcome
 from replyguard.adapters.transports.smtp import SCHEMES, SmtpSettings, redact_url
 from replyguard.domain.addresses import check_header_value, normalize_address
 from replyguard.service_layer.mailboxes import MailboxNotFound, MailboxSettings, _validate, campaigns_of
 from replyguard.service_layer.scoped import Scoped
 from replyguard.service_layer.uow import UnitOfWork
+
+log = logging.getLogger(__name__)
 
 #: A new mailbox's settings when `mailbox add` is not told them (`mailbox set` changes them).
 DEFAULT_DAILY_CAP = 50
@@ -275,6 +278,31 @@ def stored_account(
         passwords.get("smtp"),
         passwords.get("imap"),
     )
+
+
+def watched_sources(uow: UnitOfWork, box: SecretBox | None) -> dict[str, str]:
+    """Every watched folder of every connected mailbox: {source key: IMAP URL with the
+    password}. A mailbox whose password cannot be read is left out, with a warning that names
+    it (and never the password)."""
+    found: dict[str, str] = {}
+    mailboxes = uow.session.scalars(
+        select(m.Mailbox)
+        .where(m.Mailbox.workspace_id == uow.workspace_id, m.Mailbox.imap_url.is_not(None))
+        .order_by(m.Mailbox.id)
+    ).all()
+    for mailbox in mailboxes:
+        try:
+            password = passwords_of(mailbox.secret, box, mailbox.address).get("imap")
+        except (NoSecretKey, SecretUnreadable) as exc:
+            log.warning("not watching %s: %s", mailbox.address, exc)
+            continue
+        if password is None or mailbox.imap_url is None:
+            continue
+        with_password = _with_password(mailbox.imap_url, password)
+        for folder in mailbox.imap_folders or ("INBOX",):
+            url = _with_folder(with_password, folder)
+            found[parse_imap_url(url).key] = url
+    return found
 
 
 def describe(uow: UnitOfWork, mailbox: m.Mailbox) -> dict[str, Any]:
