@@ -97,6 +97,11 @@ def test_mailbox_test_says_what_works_and_what_does_not(
     assert "works  watched folder INBOX" in good.stdout
     assert smtp.accepted() == [] and smtp.data_commands == 0  # nothing was sent
 
+    # `poll` with no URL: every connected mailbox's folders (a first start reads from now).
+    polled = cli.run("poll", "--once")
+    assert polled.returncode == 0, polled.stderr
+    assert polled.stdout.strip() == f"imap://{USER}@127.0.0.1:{dovecot.port}/INBOX: 0 new messages"
+
     # A wrong password: both servers refuse it, in words, and the command fails in one line.
     assert _add(cli, smtp_url, imap_url, "not-the-password").returncode == 0
     wrong = cli.run("mailbox", "test", ADDRESS)
