@@ -4,6 +4,7 @@ From and Message-ID domain; a mailbox with no account of its own keeps the defau
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from email.utils import parseaddr
@@ -20,9 +21,9 @@ from replyguard.domain.leads_csv import read_leads
 from replyguard.service_layer.campaigns import create_campaign
 from replyguard.service_layer.leads import import_leads
 from replyguard.service_layer.mailbox_accounts import Account, connect_mailbox
-from replyguard.service_layer.worker import Worker
+from replyguard.service_layer.worker import Worker, WorkerReport
 from tests.support.scenario import campaign_toml, csv_of, enroll_all
-from tests.support.smtp_servers import RecordingSmtpServer
+from tests.support.smtp_servers import Behaviour, RecordingSmtpServer
 from tests.support.tls import CertPair, TlsUnavailable, self_signed_cert
 
 DANA, SAM, REP = "dana@alpha.test", "sam@beta.test", "rep@seller.test"
@@ -140,3 +141,30 @@ def test_a_password_no_configured_key_opens_pauses_the_mailbox_instead_of_sendin
             select(m.Mailbox.status, m.Mailbox.paused_reason).where(m.Mailbox.address == DANA)
         ).one()
     assert status == "paused" and "does not decrypt" in (reason or "")
+
+
+def test_a_stopping_worker_cuts_the_send_in_flight_on_the_mailbox_s_own_connection(
+    app: App, clock: FixedClock, certs: CertPair
+) -> None:
+    """`Worker.interrupt` cuts the connection of the transport that is sending now, the
+    mailbox's own: its server took the message and never answers, so the send is cut at once
+    and held as an unknown outcome, not left to its 10-minute time budget."""
+    app.secret_keys = (new_key(),)
+    _campaigns(app, {DANA: ["a1@one.test"]})
+    with RecordingSmtpServer(
+        auth=(DANA, "dana-pw"), tls=certs, behaviour=Behaviour.HANG_AFTER_ACCEPT
+    ) as hang:
+        _connect(
+            app, DANA, f"smtp+starttls://127.0.0.1:{hang.port}?cafile={certs.cert}&timeout=600", "dana-pw"
+        )
+        clock.advance(timedelta(hours=4))
+        worker = Worker(app)
+        reports: list[WorkerReport] = []
+        thread = threading.Thread(target=lambda: reports.append(worker.run_once()), daemon=True)
+        thread.start()
+        assert len(hang.wait_for_messages(1)) == 1  # taken by the server, which now says nothing
+        worker.stop.set()
+        worker.interrupt()
+        thread.join(60)
+        assert not thread.is_alive(), "the send in flight was not cut"
+    assert reports[0].unknown == 1
