@@ -7,7 +7,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
-from email.utils import parseaddr
+from email.message import EmailMessage
+from email.utils import format_datetime, parseaddr
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,11 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.leads_csv import read_leads
 from replyguard.service_layer.campaigns import create_campaign
+from replyguard.service_layer.ingest import ingest_raw
 from replyguard.service_layer.leads import import_leads
 from replyguard.service_layer.mailbox_accounts import Account, connect_mailbox
+from replyguard.service_layer.person_send import PersonReply, send_reply
+from replyguard.service_layer.thread_views import list_threads
 from replyguard.service_layer.worker import Worker, WorkerReport
 from tests.support.scenario import campaign_toml, csv_of, enroll_all
 from tests.support.smtp_servers import Behaviour, RecordingSmtpServer
@@ -168,3 +172,30 @@ def test_a_stopping_worker_cuts_the_send_in_flight_on_the_mailbox_s_own_connecti
         thread.join(60)
         assert not thread.is_alive(), "the send in flight was not cut"
     assert reports[0].unknown == 1
+
+
+def test_a_person_s_answer_goes_out_through_the_thread_mailbox_s_own_server(
+    app: App, clock: FixedClock, servers: tuple[RecordingSmtpServer, RecordingSmtpServer], certs: CertPair
+) -> None:
+    alpha, _ = servers
+    app.secret_keys = (new_key(),)
+    _campaigns(app, {DANA: ["a1@one.test"]})
+    _connect(app, DANA, f"smtp+starttls://127.0.0.1:{alpha.port}?cafile={certs.cert}", "dana-pw")
+    clock.advance(timedelta(hours=4))
+    assert Worker(app).run_once().sent == 1
+    [first] = alpha.wait_for_messages(1)
+    answer = EmailMessage()
+    answer["From"], answer["To"], answer["Subject"] = "a1@one.test", DANA, "Re: Hello"
+    answer["Message-ID"], answer["In-Reply-To"] = "<q1@one.test>", first.message_id
+    answer["Date"] = format_datetime(clock.now())
+    answer.set_content("What does it cost for 12 people?\n")
+    ingest_raw(app, answer.as_bytes(), "test")
+    with app.uow() as uow:
+        [thread] = list_threads(uow, app.settings, state="open")
+
+    sent = send_reply(app, PersonReply(int(thread["id"]), "40 EUR a seat a month.\n", "dana"))  # type: ignore[call-overload]
+
+    assert sent.state == "sent"
+    mine = alpha.wait_for_messages(2)[1]
+    assert mine.authenticated and mine.rcpt_tos == ("a1@one.test",) and mine.mail_from == DANA
+    assert _outbox(app) == []  # nothing through the default transport
