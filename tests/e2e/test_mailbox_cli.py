@@ -158,6 +158,11 @@ def test_add_list_rotate_remove_and_no_key(tmp_path: Path, certs: CertPair) -> N
     stale = cli.run("mailbox", "test", ADDRESS, key=old)
     assert stale.returncode == 1 and "does not decrypt with any configured key" in stale.stderr
 
+    # The default transport is a Maildir, but a connected mailbox sends real mail by SMTP:
+    # unsubscribe links pointing at localhost are refused as for an SMTP transport.
+    worker = cli.run("worker", "--once", key=new)
+    assert worker.returncode == 2 and "REPLYGUARD_PUBLIC_URL is not set" in worker.stderr
+
     removed = cli.run("mailbox", "remove", ADDRESS, "--yes")
     assert removed.returncode == 0 and "removed" in removed.stdout
     assert json.loads(cli.run("mailbox", "list", "--json").stdout) == []

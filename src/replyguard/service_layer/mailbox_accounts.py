@@ -280,6 +280,16 @@ def stored_account(
     )
 
 
+def sends_by_own_smtp(uow: UnitOfWork) -> bool:
+    """Whether any mailbox of the workspace sends through an SMTP server of its own."""
+    found = uow.session.scalar(
+        select(m.Mailbox.id)
+        .where(m.Mailbox.workspace_id == uow.workspace_id, m.Mailbox.smtp_url.is_not(None))
+        .limit(1)
+    )
+    return found is not None
+
+
 def watched_sources(uow: UnitOfWork, box: SecretBox | None) -> dict[str, str]:
     """Every watched folder of every connected mailbox: {source key: IMAP URL with the
     password}. A mailbox whose password cannot be read is left out, with a warning that names

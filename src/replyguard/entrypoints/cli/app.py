@@ -196,10 +196,16 @@ def announce_clock(instance: App) -> None:
 def check_public_url(instance: App, *, allow_localhost: bool) -> None:
     """Before sending: unsubscribe links must reach the recipient. With REPLYGUARD_PUBLIC_URL
     unset they point at http://localhost:8000: one warning line for a trial (a Maildir), a
-    refusal (exit 2) for real mail over SMTP unless the person says it is meant."""
+    refusal (exit 2) for real mail over SMTP (the default transport's, or a connected mailbox's
+    own) unless the person says it is meant."""
     if not instance.settings.public_url_unset:
         return
+    from replyguard.service_layer.mailbox_accounts import sends_by_own_smtp
+
     smtp = instance.transport_spec.startswith(("smtp://", "smtp+starttls://", "smtps://"))
+    if not smtp:
+        with instance.uow() as uow:
+            smtp = sends_by_own_smtp(uow)  # a connected mailbox sends real mail too
     if smtp and not allow_localhost:
         fail(
             "REPLYGUARD_PUBLIC_URL is not set, so the List-Unsubscribe links of emails sent by SMTP "
