@@ -4,9 +4,11 @@ each reply is read from the account it was written to. On SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import timedelta
 from email import policy
 from email.message import EmailMessage
@@ -16,7 +18,7 @@ import pytest
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
-from replyguard.adapters.imap_source import Timing
+from replyguard.adapters.imap_source import ImapPoller, Timing, parse_imap_url
 from replyguard.adapters.secret_box import new_key
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
@@ -151,3 +153,32 @@ def _idling(app: App) -> int:
     with app.uow() as uow:
         rows = uow.session.scalars(select(m.MailboxCursor.uidvalidity)).all()
     return sum(value is not None for value in rows)
+
+
+class _AlwaysOurs:
+    def acquire(self) -> bool:
+        return True
+
+    def renew(self) -> bool:
+        return True
+
+    def release(self) -> None:
+        return None
+
+
+def test_reconnects_back_off_with_jitter_so_many_mailboxes_do_not_return_together() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]  # nothing listens there once it is closed
+    timing = replace(FAST, backoff_min=0.004, backoff_max=0.016)
+    source = parse_imap_url(f"imap://u:p@127.0.0.1:{closed}/INBOX?starttls=no")
+    poller = ImapPoller(source, None, _AlwaysOurs(), lambda _m: None, timing=timing)  # type: ignore[arg-type]
+    stop = threading.Event()
+    thread = threading.Thread(target=poller.run, args=(stop,), daemon=True)
+    thread.start()
+    wait_for(lambda: len(poller.stats.waits) >= 30, "thirty refused connections")
+    stop.set()
+    thread.join(60)
+    backoffs = [min(0.004 * 2**n, 0.016) for n in range(len(poller.stats.waits))]
+    assert all(b / 2 <= w <= b for w, b in zip(poller.stats.waits, backoffs, strict=True))
+    assert len({round(w, 9) for w in poller.stats.waits[3:]}) > 1  # not one fixed pause at the cap
