@@ -182,3 +182,48 @@ def test_reconnects_back_off_with_jitter_so_many_mailboxes_do_not_return_togethe
     backoffs = [min(0.004 * 2**n, 0.016) for n in range(len(poller.stats.waits))]
     assert all(b / 2 <= w <= b for w, b in zip(poller.stats.waits, backoffs, strict=True))
     assert len({round(w, 9) for w in poller.stats.waits[3:]}) > 1  # not one fixed pause at the cap
+
+
+def test_two_runners_share_the_mailboxes_without_reading_a_folder_twice_and_take_over(
+    app: App, clock: FixedClock, imap: DovecotServer
+) -> None:
+    """Two `poll` runners over the same mailboxes (here two in one process; on PostgreSQL the
+    advisory lock is per database session, on SQLite a row lease): each folder is read by one
+    of them, and when that one stops the other takes its folders over."""
+    _workspace(app, clock, imap)
+    made: dict[str, list[ImapPoller]] = {"a": [], "b": []}
+    runners, stops, threads = {}, {}, {}
+    for name in made:
+        runner = app.mailbox_pollers(timing=FAST)
+        make = runner.make
+
+        def tracked(url: str, name: str = name, make: Callable[[str], object] = make) -> ImapPoller:
+            poller = make(url)
+            assert isinstance(poller, ImapPoller)
+            made[name].append(poller)
+            return poller
+
+        runner.make = tracked
+        runners[name], stops[name] = runner, threading.Event()
+        threads[name] = threading.Thread(target=runner.run, args=(stops[name],), daemon=True)
+        threads[name].start()
+    try:
+        wait_for(lambda: len(made["a"]) == len(made["b"]) == 2, "each runner has a poller per folder")
+        both = [*made["a"], *made["b"]]
+        wait_for(lambda: sum(p.stats.connections > 0 for p in both) == 2, "each folder is read")
+        wait_for(lambda: sum(p.stats.lease_waits > 0 for p in both) == 2, "the other poller waits")
+        for a, b in zip(sorted(made["a"], key=_key), sorted(made["b"], key=_key), strict=True):
+            assert (a.stats.connections > 0) != (b.stats.connections > 0), "a folder read twice"
+        stops["a"].set()
+        threads["a"].join(60)
+        wait_for(lambda: all(p.stats.connections > 0 for p in made["b"]), "b took every folder over")
+        imap.append(reply_from(app, clock, "a2@two.test", DANA), user=DANA)
+        wait_for(lambda: lead_state(app, "a2@two.test", "P0") == "replied", "a2's reply is read by b")
+    finally:
+        for name in made:
+            stops[name].set()
+            threads[name].join(60)
+
+
+def _key(poller: ImapPoller) -> str:
+    return poller.source.key
