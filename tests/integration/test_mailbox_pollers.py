@@ -193,14 +193,16 @@ def test_two_runners_share_the_mailboxes_without_reading_a_folder_twice_and_take
     _workspace(app, clock, imap)
     made: dict[str, list[ImapPoller]] = {"a": [], "b": []}
     runners, stops, threads = {}, {}, {}
-    for name in made:
+    for name, kept in made.items():
         runner = app.mailbox_pollers(timing=FAST)
         make = runner.make
 
-        def tracked(url: str, name: str = name, make: Callable[[str], object] = make) -> ImapPoller:
+        def tracked(
+            url: str, kept: list[ImapPoller] = kept, make: Callable[[str], object] = make
+        ) -> ImapPoller:
             poller = make(url)
             assert isinstance(poller, ImapPoller)
-            made[name].append(poller)
+            kept.append(poller)
             return poller
 
         runner.make = tracked
