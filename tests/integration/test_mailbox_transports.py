@@ -199,3 +199,28 @@ def test_a_person_s_answer_goes_out_through_the_thread_mailbox_s_own_server(
     mine = alpha.wait_for_messages(2)[1]
     assert mine.authenticated and mine.rcpt_tos == ("a1@one.test",) and mine.mail_from == DANA
     assert _outbox(app) == []  # nothing through the default transport
+
+
+def test_an_account_changed_while_the_worker_runs_applies_from_its_next_pass(
+    app: App, clock: FixedClock, servers: tuple[RecordingSmtpServer, RecordingSmtpServer], certs: CertPair
+) -> None:
+    alpha, beta = servers
+    app.secret_keys = (new_key(),)
+    _campaigns(app, {DANA: ["a1@one.test"]})
+    _connect(app, DANA, f"smtp+starttls://127.0.0.1:{alpha.port}?cafile={certs.cert}", "dana-pw")
+    clock.advance(timedelta(hours=4))
+    worker = Worker(app)  # one worker, as `replyguard worker` keeps it
+    assert worker.run_once().sent == 1 and len(alpha.wait_for_messages(1)) == 1
+
+    # The mailbox moves to another server (and login) while the worker runs; a new lead comes.
+    _connect(
+        app, DANA, f"smtps://{SAM.replace('@', '%40')}@127.0.0.1:{beta.port}?cafile={certs.cert}", "sam-pw"
+    )
+    with app.uow() as uow:
+        import_leads(uow, "P0", list(read_leads(csv_of([{"email": "a2@two.test", "first_name": "Lee"}]))))
+        uow.commit()
+    enroll_all(app, "C0")
+
+    assert worker.run_once().sent == 1
+    assert [m.rcpt_tos for m in beta.wait_for_messages(1)] == [("a2@two.test",)]
+    assert len(alpha.accepted()) == 1

@@ -143,11 +143,13 @@ class Worker:
         report = WorkerReport()
         if self.ctx.stopping():
             return report
+        self.ctx.forget_transports()
         report.resumed = self.resume_paused()
         report.recovered = self.recover()
         batches = 0
         while (max_batches is None or batches < max_batches) and not self.ctx.stopping():
             deferred = report.deferred
+            self.ctx.forget_transports()
             claims = self.claim(report)
             if not claims:
                 if report.deferred > deferred:
