@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Connection, Engine, select
 from sqlalchemy.orm import Session
 
 from replyguard.adapters.db import models as m
@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # built on demand: most commands need none of them
     from replyguard.adapters.imap_source import Fetched, ImapPoller, Timing
     from replyguard.adapters.model_client import ModelClient
     from replyguard.adapters.notices.base import NoticeChannel
+    from replyguard.adapters.secret_box import SecretBox
+    from replyguard.service_layer.mailbox_pollers import MailboxPollers
     from replyguard.service_layer.notice_delivery import NoticeDelivery
 
 DEFAULT_WORKSPACE = "default"
@@ -63,7 +65,13 @@ class App:
     #: Where a simulated clock came from ("--now" or "REPLYGUARD_NOW"); None on the real one.
     #: A process on a simulated clock says so at start-up, in its log lines and on every page.
     simulated: str | None = None
+    #: Keys for secrets at rest, newest first (REPLYGUARD_SECRET_KEY or _FILE): never shown.
+    secret_keys: tuple[str, ...] = field(default=(), repr=False)
     _transport: Transport | None = None
+    #: Each connected mailbox's own transport, with the stored row it was built from.
+    _mailbox_transports: dict[int, tuple[tuple[str | None, str | None], Transport]] = field(
+        default_factory=dict, repr=False
+    )
 
     @property
     def postgres(self) -> bool:
@@ -102,6 +110,7 @@ class App:
             environment=self.environment,
             wall_clock=self.wall_clock,
             simulated=self.simulated,
+            secret_keys=self.secret_keys,
         )
         scoped.use_transport(self.transport)
         # `workspace_id` is a cached lookup by name; the caller knows the id already.
@@ -118,6 +127,57 @@ class App:
 
     def use_transport(self, transport: Transport) -> None:
         self._transport = transport
+
+    def secret_box(self) -> SecretBox | None:
+        """What encrypts and decrypts secrets at rest, or None when no key is configured."""
+        if not self.secret_keys:
+            return None
+        from replyguard.adapters.secret_box import SecretBox
+
+        return SecretBox(self.secret_keys)
+
+    def transport_for(self, mailbox_id: int | None, conn: Connection | None = None) -> Transport:
+        """The transport that sends for a mailbox: its own SMTP server, logged in as itself,
+        when it is connected (`replyguard mailbox add`); the default transport otherwise.
+        `conn`: read the mailbox through it (a caller inside a transaction on SQLite, whose
+        write lock a second connection would wait for).
+
+        Built once per mailbox and built again when its stored account changes (one small
+        read per call). A mailbox whose password cannot be read (no key, a key removed too
+        soon) gets a transport that refuses every send as the mailbox's own problem, so the
+        worker pauses the mailbox and tells its owners instead of failing the email."""
+        if mailbox_id is None:
+            return self.transport
+        query = select(m.Mailbox.address, m.Mailbox.smtp_url, m.Mailbox.secret).where(
+            m.Mailbox.id == mailbox_id, m.Mailbox.workspace_id == self.workspace_id
+        )
+        if conn is not None:
+            row = conn.execute(query).one_or_none()
+        else:
+            with Session(self.engine) as session:
+                row = session.execute(query).one_or_none()
+        if row is None or row.smtp_url is None:
+            return self.transport
+        stamp = (row.smtp_url, row.secret)
+        cached = self._mailbox_transports.get(mailbox_id)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        transport = self._mailbox_transport(row.address, row.smtp_url, row.secret)
+        self._mailbox_transports[mailbox_id] = (stamp, transport)
+        if cached is not None:
+            cached[1].close()
+        return transport
+
+    def _mailbox_transport(self, address: str, smtp_url: str, secret: str | None) -> Transport:
+        from replyguard.adapters.secret_box import NoSecretKey, SecretUnreadable
+        from replyguard.adapters.transports.refusing import RefusingTransport
+        from replyguard.adapters.transports.smtp import SmtpTransport
+        from replyguard.service_layer.mailbox_accounts import smtp_settings_of
+
+        try:
+            return SmtpTransport(smtp_settings_of(address, smtp_url, secret, self.secret_box()))
+        except (NoSecretKey, SecretUnreadable, ValueError) as exc:
+            return RefusingTransport(f"the mailbox's own SMTP account cannot be used: {exc}")
 
     def notice_channels(self) -> list[NoticeChannel]:
         """The configured notice channels: an email to the owner through the transport (unless
@@ -185,6 +245,27 @@ class App:
             health=RecordedHealth(self, source.key, source.password),
         )
 
+    def mailbox_pollers(
+        self,
+        handle: Callable[[Fetched], None] | None = None,
+        *,
+        timing: Timing | None = None,
+        history: bool = False,
+    ) -> MailboxPollers:
+        """One poller for every connected mailbox: each watched folder of each mailbox with an
+        IMAP account, read by its own `imap_poller`, the list read again while it runs."""
+        from replyguard.service_layer.mailbox_accounts import watched_sources
+        from replyguard.service_layer.mailbox_pollers import MailboxPollers
+
+        def sources() -> dict[str, str]:
+            with self.uow() as uow:
+                return watched_sources(uow, self.secret_box())
+
+        def make(url: str) -> ImapPoller:
+            return self.imap_poller(url, handle, timing=timing, history=history)
+
+        return MailboxPollers(sources, make)
+
     def init_database(self) -> int:
         """Migrate to the newest schema and make sure this app's workspace exists."""
         # Alembic and Mako load only for `init`, not on every command.
@@ -210,6 +291,9 @@ class App:
         transport, self._transport = self._transport, None
         if transport is not None:
             transport.close()
+        for _stamp, own in self._mailbox_transports.values():
+            own.close()
+        self._mailbox_transports.clear()
         self.engine.dispose()
 
 
@@ -249,4 +333,5 @@ def bootstrap(
         model=env.model,
         environment=env,
         simulated=None if not instant else "--now" if now else "REPLYGUARD_NOW",
+        secret_keys=env.secret_keys,
     )

@@ -8,11 +8,14 @@ parse is one clear error; nothing reaches for the environment afterwards.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import getpass
 import ipaddress
 import os
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 
 
 def _seconds(name: str, default: float) -> timedelta:
@@ -229,6 +232,42 @@ def trusted_proxies(raw: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _fernet_key(key: str) -> bool:
+    try:
+        return len(base64.urlsafe_b64decode(key.encode("ascii"))) == 32 and len(key) == 44
+    except (binascii.Error, ValueError):
+        return False
+
+
+def secret_keys() -> tuple[str, ...]:
+    """The keys that encrypt secrets at rest, newest first: REPLYGUARD_SECRET_KEY (one key, or
+    several comma-separated) or REPLYGUARD_SECRET_KEY_FILE (a file, one key a line, `#`
+    comments). Neither set: no key (storing a secret is then refused). Errors never repeat a
+    key."""
+    inline = os.environ.get("REPLYGUARD_SECRET_KEY", "").strip()
+    path = os.environ.get("REPLYGUARD_SECRET_KEY_FILE", "").strip()
+    if inline and path:
+        raise ValueError("set REPLYGUARD_SECRET_KEY or REPLYGUARD_SECRET_KEY_FILE, not both")
+    name, raw = "REPLYGUARD_SECRET_KEY", inline
+    if path:
+        name = "REPLYGUARD_SECRET_KEY_FILE"
+        try:
+            raw = Path(path).read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{name}: cannot read {path}: {exc.__class__.__name__}") from None
+        if not raw.strip():
+            raise ValueError(f"{name}: {path} holds no key")
+    lines = [line.split("#", 1)[0] for line in raw.splitlines()]
+    keys = tuple(part.strip() for line in lines for part in line.split(",") if part.strip())
+    for number, key in enumerate(keys, 1):
+        if not _fernet_key(key):
+            raise ValueError(
+                f"{name}: key {number} is not a key (32 bytes in url-safe base64, 44 characters):"
+                " make one with `replyguard secrets new-key`"
+            )
+    return keys
+
+
 @dataclass(frozen=True, slots=True)
 class Environment:
     """Everything a process takes from its environment, read once by `bootstrap`.
@@ -252,6 +291,8 @@ class Environment:
     trusted_proxies: tuple[str, ...] = ()
     #: IMAP folders to poll (REPLYGUARD_IMAP_URL, space-separated): they hold passwords.
     imap_urls: tuple[str, ...] = field(default=(), repr=False)
+    #: Keys for secrets at rest, newest first (REPLYGUARD_SECRET_KEY or _FILE): never shown.
+    secret_keys: tuple[str, ...] = field(default=(), repr=False)
 
     @classmethod
     def read(cls) -> Environment:
@@ -269,6 +310,7 @@ class Environment:
             log_format=os.environ.get("REPLYGUARD_LOG_FORMAT") or None,
             trusted_proxies=trusted_proxies(os.environ.get("REPLYGUARD_TRUSTED_PROXIES", "")),
             imap_urls=tuple(os.environ.get("REPLYGUARD_IMAP_URL", "").split()),
+            secret_keys=secret_keys(),
         )
 
 

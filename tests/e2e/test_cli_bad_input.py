@@ -35,6 +35,7 @@ MAILBOX = "dana@northwind-analytics.test"
 NOW = "2026-12-08T12:00:00Z"
 BAD_DB = "mysql://root@db/replyguard"  # not a database replyguard speaks
 BAD_IMAP = "imaps://ann:secret@mail.example.test:notaport/INBOX"
+KEY = "q1Uu0hqgqnE0pUK2XMH4M2H3o1v6t0E7HcDyUuZ9Y2A="  # a well-formed key for REPLYGUARD_SECRET_KEY
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,12 @@ BAD: dict[str, list[Case]] = {
     "inspect": [case("inspect", "no-such-file.eml"), case("inspect", "README.md")],
     "serve": [case("--db", BAD_DB, "serve"), case("serve", "--port", "eighty")],
     "listen": [case("--db", BAD_DB, "listen"), case("--workspace", "nope", "listen")],
-    "poll": [case("poll", "--imap", BAD_IMAP), case("poll", "--imap", "ftp://mail.example.test/INBOX")],
+    "poll": [
+        case("poll", "--imap", BAD_IMAP),
+        case("poll", "--imap", "ftp://mail.example.test/INBOX"),
+        case("poll", "--once"),  # no URL and no connected mailbox with an IMAP account
+        case("poll", "--folder", "Sent"),  # --folder without --imap
+    ],
     "notify": [
         case("notify", REPLYGUARD_NOTIFY_WEBHOOK_URL="ftp://hooks.example.test/x"),
         case("--db", BAD_DB, "notify"),
@@ -107,6 +113,26 @@ BAD: dict[str, list[Case]] = {
         case("mailbox", "set", MAILBOX),  # nothing to set
     ],
     "mailbox resume": [case("mailbox", "resume", "not an address")],
+    "mailbox add": [
+        # A password and no key: refused, nothing stored.
+        case(
+            "mailbox", "add", MAILBOX, "--smtp", "smtps://mail.example.test", "--password-file", "README.md"
+        ),
+        case("mailbox", "add", MAILBOX, "--smtp", "ftp://mail.example.test", REPLYGUARD_SECRET_KEY=KEY),
+        case("mailbox", "add", MAILBOX, "--imap", BAD_IMAP, REPLYGUARD_SECRET_KEY=KEY),
+        case(
+            "mailbox", "add", MAILBOX, "--imap", "imaps://mail.example.test/INBOX", REPLYGUARD_SECRET_KEY=KEY
+        ),
+        case("mailbox", "add", MAILBOX, "--smtp", "smtps://x.test", "--password-file", "no-such-file"),
+        case("mailbox", "add", MAILBOX, REPLYGUARD_SECRET_KEY="not-a-key"),
+    ],
+    "mailbox test": [case("mailbox", "test", MAILBOX), case("mailbox", "test", "nobody@nowhere.test")],
+    "mailbox remove": [case("mailbox", "remove", "nobody@nowhere.test", "--yes")],
+    "secrets new-key": [case("secrets", "new-key", "now")],
+    "secrets rotate": [
+        case("secrets", "rotate"),
+        case("secrets", "rotate", REPLYGUARD_SECRET_KEY_FILE="nope"),
+    ],
     "enroll": [
         case("enroll", "--campaign", "Q2 reporting outreach"),
         case("enroll", "--campaign", CAMPAIGN, "--lead", "priya@@fernhollow"),

@@ -25,6 +25,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -55,8 +56,11 @@ def _free_port() -> int:
 
 
 class DovecotServer:
-    def __init__(self, binary: str) -> None:
+    """`users`: {login: password} (default: the one USER); each has a mail store of its own."""
+
+    def __init__(self, binary: str, users: Mapping[str, str] | None = None) -> None:
         self.binary = binary
+        self.users = dict(users or {USER: PASSWORD})
         self.root = Path(tempfile.mkdtemp(prefix="rg-imap-"))
         self.port = _free_port()
         self.process: subprocess.Popen[bytes] | None = None
@@ -84,7 +88,7 @@ class DovecotServer:
             mail_uid = os.getuid()
             login_user = internal_user = pwd.getpwuid(mail_uid).pw_name
         mail_gid = pwd.getpwuid(mail_uid).pw_gid
-        (root / "passwd").write_text(f"{USER}:{{PLAIN}}{PASSWORD}::::::\n")
+        (root / "passwd").write_text("".join(f"{u}:{{PLAIN}}{p}::::::\n" for u, p in self.users.items()))
         (root / "dovecot.conf").write_text(
             f"""
 base_dir = {root}/run
@@ -165,13 +169,13 @@ service imap-login {{
         self.stop()
         self.start()
 
-    def client(self) -> IMAPClient:
+    def client(self, user: str = USER) -> IMAPClient:
         client = IMAPClient("127.0.0.1", port=self.port, ssl=False, timeout=10)
-        client.login(USER, PASSWORD)
+        client.login(user, self.users[user])
         return client
 
-    def append(self, *messages: bytes, folder: str = "INBOX") -> None:
-        with self.client() as client:
+    def append(self, *messages: bytes, folder: str = "INBOX", user: str = USER) -> None:
+        with self.client(user) as client:
             for raw in messages:
                 client.append(folder, raw)
 

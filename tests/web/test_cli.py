@@ -136,7 +136,8 @@ def test_up_serves_the_web_app_with_the_worker_and_delivers_notices_and_stops_cl
     try:
         lines = lines_of(process.stderr)
         wait_for(lines, "replyguard is up at", seen)
-        assert "(web, worker, notices by email)" in seen[-1]
+        # No --imap: the connected mailboxes' folders are watched (none yet; connected later).
+        assert "(web, worker, the connected mailboxes' pollers, notices by email)" in seen[-1]
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
             assert client.get("/healthz").json() == {"status": "ok"}
             assert client.get("/readyz").json()["status"] == "ready"
@@ -204,7 +205,7 @@ def test_up_runs_without_any_notice_channel(monkeypatch: pytest.MonkeyPatch, tmp
         assert notice_delivery(app) is None
         with socket.socket() as sock:
             names = [c.name for c in _components(app, sock, [], worker=True, notices=None)]
-        assert names == ["web", "worker"]
+        assert names == ["web", "worker", "mailboxes"]
     finally:
         app.close()
     # The environment is read once, when the process starts: a Slack URL set afterwards is

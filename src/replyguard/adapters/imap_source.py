@@ -34,7 +34,8 @@ Contract of `ImapPoller`:
   remaining window, a message landing between that last search and the IDLE command, which
   Dovecot (seen in our tests) does not report until its own periodic check.
 * Any socket, TLS, IMAP or handler error closes the connection and retries with exponential
-  backoff from the stored cursor. Only `stop` ends `run`.
+  backoff, jittered (each pause between half the backoff and all of it), from the stored
+  cursor. Only `stop` ends `run`.
 * It reads only while it holds the lease; if a renewal fails it drops the connection and
   waits to get the lease back.
 
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import random
 import ssl
 import threading
 import time
@@ -240,6 +242,8 @@ class PollerStats:
     errors: int = 0
     vanished: int = 0  # expunged by another client between our SEARCH and our FETCH
     lease_waits: int = 0
+    #: The pause before each reconnect, in seconds (the backoff with its jitter).
+    waits: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +281,7 @@ class ImapPoller:
         self._ssl_context = ssl_context
         self.stats = PollerStats()
         self._delay = self.timing.backoff_min
+        self._jitter = random.Random()  # noqa: S311 - spreading reconnects, not a secret
         self._renew_at = 0.0
 
     def run_once(self) -> int:
@@ -313,14 +318,18 @@ class ImapPoller:
             # from the stored cursor after a pause, which nothing read can have overtaken.
             self.stats.errors += 1
             self._health.failed(f"{exc.__class__.__name__}: {str(exc)[:200]}")
+            # Jitter: fifty mailboxes on one provider that went down do not all come back at
+            # the same instant (each waits between half its backoff and all of it).
+            delay = self._delay * self._jitter.uniform(0.5, 1.0)
             log.warning(
                 "IMAP %s: %s: %s; reconnecting in %.1fs",
                 self.source.key,
                 exc.__class__.__name__,
                 str(exc)[:200],
-                self._delay,
+                delay,
             )
-            stop.wait(self._delay)
+            self.stats.waits.append(delay)
+            stop.wait(delay)
             self._delay = min(self._delay * 2, self.timing.backoff_max)
 
     def _connect(self) -> IMAPClient:

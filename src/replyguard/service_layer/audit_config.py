@@ -210,7 +210,7 @@ def notice_channels(setup: Setup, campaigns: list[m.Campaign]) -> CheckResult:
         channels.append("webhook")
     if notify.slack_url:
         channels.append("slack")
-    to_inbox = transport.startswith(("smtp://", "smtps://"))
+    to_inbox = transport.startswith(("smtp://", "smtp+starttls://", "smtps://"))
     details = [f"owners: {', '.join(owners) or 'none'}; channels: {', '.join(channels) or 'none'}"]
     if "email" in channels and not to_inbox:
         details.append(

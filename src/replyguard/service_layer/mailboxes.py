@@ -176,6 +176,12 @@ def list_mailboxes(uow: UnitOfWork) -> list[dict[str, Any]]:
             "timezone": mb.timezone,
             "status": mb.status,
             "paused_reason": mb.paused_reason,
+            # Its own servers (URLs without a password), or None: the default transport.
+            "smtp": mb.smtp_url,
+            "imap": mb.imap_url,
+            "folders": list(mb.imap_folders or ()),
+            "sent_folder": mb.sent_folder,
+            "password_stored": mb.secret is not None,
             "campaigns": campaigns_of(uow, mb.id),
             "campaign_count": count,
         }

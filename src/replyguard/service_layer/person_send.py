@@ -6,7 +6,8 @@ send button) and needs the name of that person. Nothing in the service layer, th
 notice delivery or the model client calls it; tests/unit/test_no_automatic_reply.py checks
 that by reading the code.
 
-The email goes from the thread's mailbox through the configured transport, threaded under
+The email goes from the thread's mailbox through its own transport (`transport_for`: its SMTP
+account when connected, the configured transport otherwise), threaded under
 their message (In-Reply-To, References, `Re:`). Its idempotency key makes a double submit one
 email: the row is written (`sending`) and committed before the transport is called, and a
 second submit with the same key finds it and sends nothing. An outcome the transport cannot
@@ -83,7 +84,7 @@ def send_reply(app: Runtime, request: PersonReply) -> SendResult:
     if send == "no":
         return SendResult(row.id, row.state, row.message_id, row.to_address, True, row.detail or "")
     email = _email(app, row)
-    delivery = app.transport.send(email)
+    delivery = app.transport_for(row.mailbox_id).send(email)
     state = {Outcome.ACCEPTED: "sent", Outcome.UNKNOWN: "unknown"}.get(delivery.outcome, "failed")
     with app.uow() as uow:
         now = uow.clock.now()

@@ -79,7 +79,9 @@ class Recovery:
         `fence` is the step as `recover` read it under the lead lock: SENDING, with the dead
         worker's token; every write below is a move of the state table from there."""
         ctx = self.ctx
-        probe = ctx.transport.probe(ctx.email(conn, step_id)) if ctx.transport.can_probe else Probe.UNKNOWN
+        mailbox_id = conn.execute(select(S.c.mailbox_id).where(S.c.id == step_id)).scalar_one()
+        transport = ctx.transport_for(mailbox_id, conn)
+        probe = transport.probe(ctx.email(conn, step_id)) if transport.can_probe else Probe.UNKNOWN
         if probe is Probe.SENT:
             conn.execute(
                 update(S)

@@ -5,14 +5,15 @@ use case may ask of the process that runs it, and `bootstrap.App` (the CLI, `ser
 any test double satisfies it structurally. Most use cases need only `uow()` — a unit of work
 carries the clock, the workspace and the settings — and the few that leave the database (the
 worker, a person's answer, notices, the audit) also take the transport and the hooks (the named
-points of those paths, `hooks.py`).
+points of those paths, `hooks.py`); the worker and a person's answer take each mailbox's own
+(`transport_for`: a connected mailbox's SMTP account, or the default transport).
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from replyguard.adapters.transports.base import Transport
 from replyguard.domain.clock import Clock
@@ -44,6 +45,11 @@ class Runtime(Protocol):
 
     @property
     def transport(self) -> Transport: ...
+
+    def transport_for(self, mailbox_id: int | None, conn: Connection | None = None) -> Transport:
+        """The transport that sends for a mailbox: its own account's, or the default one
+        (`conn`: read the mailbox through this connection)."""
+        ...
 
     def uow(self) -> UnitOfWork:
         """A fresh unit of work in this process's workspace."""
@@ -90,6 +96,9 @@ class Rewired:
     @property
     def transport(self) -> Transport:
         return self._base.transport
+
+    def transport_for(self, mailbox_id: int | None, conn: Connection | None = None) -> Transport:
+        return self._base.transport_for(mailbox_id, conn)
 
     def uow(self) -> UnitOfWork:
         return UnitOfWork(self.engine, self._clock, self.workspace_id, self.settings)

@@ -25,7 +25,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import SQLAlchemyError
 
-from replyguard.adapters.transports.base import Delivery, Outcome
+from replyguard.adapters.transports.base import Delivery, Outcome, Transport
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.send_policy import SendCheck, SendLimits, Stale, limits_deferral, recheck
 from replyguard.domain.smtp_answers import Blame
@@ -240,12 +240,14 @@ class SendGuard:
                 raise _Deferred(ctx.now(), stopping=True)
             last_check()
 
-        handed = self._hand_over(email, before_commit)
+        handed = self._hand_over(ctx.transport_for(claim.mailbox_id), email, before_commit)
         if handed.delivery.blame is Blame.SENDER and handed.deferred_to is None:
             paused.add(claim.mailbox_id)
         return handed
 
-    def _hand_over(self, email: OutgoingEmail, before_commit: Callable[[], None]) -> Handed:
+    def _hand_over(
+        self, transport: Transport, email: OutgoingEmail, before_commit: Callable[[], None]
+    ) -> Handed:
         """The transport call. Transports report delivery problems as a Delivery; anything they
         raise instead is judged here so that one bad email cannot stop the worker."""
         aborted: list[BaseException] = []
@@ -257,8 +259,9 @@ class SendGuard:
                 aborted.append(exc)
                 raise
 
+        self.ctx.in_flight = transport
         try:
-            delivery = self.ctx.transport.send(email, before_commit=hook)
+            delivery = transport.send(email, before_commit=hook)
         except Exception as exc:
             if aborted:
                 delivery = Delivery(Outcome.TRANSIENT, f"aborted before the point of no return: {exc}")

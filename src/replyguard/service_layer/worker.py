@@ -95,7 +95,8 @@ class Worker:
 
     @property
     def transport(self) -> Transport:
-        """The transport this worker sends with (the runtime's unless one was given)."""
+        """The transport given to this worker, or the runtime's default one (a connected
+        mailbox sends through its own: `WorkerContext.transport_for`)."""
         return self.ctx.transport
 
     @property
@@ -109,8 +110,9 @@ class Worker:
         then what the transport can tell — nothing handed over, or unknown — and the worker
         records it as usual before it returns."""
         self.ctx.interrupted = True
-        if self._thread is not None and isinstance(self.transport, Interruptible):
-            self.transport.interrupt(self._thread)
+        transport = self.ctx.in_flight or self.transport
+        if self._thread is not None and isinstance(transport, Interruptible):
+            transport.interrupt(self._thread)
 
     def claim(
         self, report: WorkerReport, limit: int | None = None, *, only_lead: int | None = None
@@ -141,11 +143,13 @@ class Worker:
         report = WorkerReport()
         if self.ctx.stopping():
             return report
+        self.ctx.forget_transports()
         report.resumed = self.resume_paused()
         report.recovered = self.recover()
         batches = 0
         while (max_batches is None or batches < max_batches) and not self.ctx.stopping():
             deferred = report.deferred
+            self.ctx.forget_transports()
             claims = self.claim(report)
             if not claims:
                 if report.deferred > deferred:
@@ -153,7 +157,7 @@ class Worker:
                     continue
                 break
             batches += 1
-            size = self.app.settings.send_batch or (10 if self.transport.can_probe else 1)
+            size = self.app.settings.send_batch or (10 if self._all_provable(claims) else 1)
             for start in range(0, len(claims), size):
                 if self.ctx.stopping():
                     # The rest of the claim, all at once: no email of it waits for the others.
@@ -163,6 +167,12 @@ class Worker:
                 batch = claims[start : start + size]
                 self._told(batch, self.send_batch(batch, report))
         return report
+
+    def _all_provable(self, claims: list[Claim]) -> bool:
+        """Whether every claimed email's transport can prove its outcome (a Maildir): only then
+        are they sent in batches of 10 (one connected mailbox's SMTP among them: 1)."""
+        mailboxes = {claim.mailbox_id for claim in claims}
+        return all(self.ctx.transport_for(mailbox).can_probe for mailbox in mailboxes)
 
     def _told(self, batch: list[Claim], results: list[str]) -> None:
         if self.on_result is not None:

@@ -39,7 +39,14 @@ class WorkerContext:
     ) -> None:
         self.app = app
         self.engine = app.engine
-        self.transport = transport or app.transport
+        #: A transport given to the worker sends for every mailbox (tests, the audit); without
+        #: one, each mailbox sends through its own (`transport_for`).
+        self.fixed = transport
+        #: The transport of the email being handed over now (what `Worker.interrupt` cuts).
+        self.in_flight: Transport | None = None
+        # Each mailbox's transport, resolved once per claim (`forget_transports`): a changed
+        # account applies from the next claim on, and a send costs no read of its own.
+        self._transports: dict[int | None, Transport] = {}
         self.ws = app.workspace_id
         self.postgres = app.postgres
         self.stop = stop or threading.Event()
@@ -48,6 +55,26 @@ class WorkerContext:
         # Parsed windows by their stored text: the text is read with every claim and every
         # send (a person may change it at any time), the parsing is done once.
         self._windows: dict[tuple[str, str, str], SendWindow] = {}
+
+    @property
+    def transport(self) -> Transport:
+        """The transport given to the worker, or the process's default one."""
+        return self.fixed or self.app.transport
+
+    def transport_for(self, mailbox_id: int | None, conn: Connection | None = None) -> Transport:
+        """The transport that sends a mailbox's email: the given one, or the mailbox's own
+        (its SMTP account when connected, the default transport otherwise). `conn`: read the
+        mailbox through it (inside a transaction: on SQLite another connection would wait)."""
+        if self.fixed is not None:
+            return self.fixed
+        found = self._transports.get(mailbox_id)
+        if found is None:
+            found = self._transports[mailbox_id] = self.app.transport_for(mailbox_id, conn)
+        return found
+
+    def forget_transports(self) -> None:
+        """Resolve each mailbox's transport again (a new claim: its account may have changed)."""
+        self._transports.clear()
 
     def now(self) -> datetime:
         return self.app.clock.now()

@@ -105,6 +105,16 @@ class Mailbox(Base):
     status: Mapped[str] = mapped_column(String(20), default="active")
     paused_reason: Mapped[str | None] = mapped_column(Text)
     paused_at: Mapped[datetime | None]
+    # A connected account (`replyguard mailbox add`): its own SMTP submission server and IMAP
+    # source, as URLs without a password, and its passwords encrypted (a Fernet token of a
+    # JSON object, adapters/secret_box.py). None: the process's default transport sends for it.
+    smtp_url: Mapped[str | None] = mapped_column(String(500))
+    imap_url: Mapped[str | None] = mapped_column(String(500))
+    #: The folders the poller watches (by default the IMAP URL's folder, INBOX).
+    imap_folders: Mapped[list[str] | None] = mapped_column(JSON)
+    sent_folder: Mapped[str | None] = mapped_column(String(200))
+    secret: Mapped[str | None] = mapped_column(Text)
+    connected_at: Mapped[datetime | None]
 
 
 class Campaign(Base):

@@ -9,7 +9,10 @@ from replyguard.adapters.transports.base import Transport
 from replyguard.adapters.transports.maildir import MaildirTransport, NullTransport
 from replyguard.adapters.transports.smtp import SmtpTransport
 
-FORMS = "maildir:PATH, smtp://user:pass@host:port, smtps://user:pass@host:port or null:"
+FORMS = (
+    "maildir:PATH, smtp://user:pass@host:port, smtp+starttls://user:pass@host:587,"
+    " smtps://user:pass@host:port or null:"
+)
 
 
 def make_transport(spec: str) -> Transport:
@@ -24,7 +27,7 @@ def make_transport(spec: str) -> Transport:
         if not rest:
             raise ValueError(f"maildir: needs a directory, e.g. maildir:./outbox; accepted: {FORMS}")
         return MaildirTransport(Path(rest))
-    if scheme in ("smtp", "smtps") and rest.startswith("//"):
+    if scheme in ("smtp", "smtp+starttls", "smtps") and rest.startswith("//"):
         return SmtpTransport(spec)
     if scheme == "null" and not rest:
         return NullTransport()

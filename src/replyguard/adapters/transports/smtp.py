@@ -61,6 +61,8 @@ _log = logging.getLogger(__name__)
 
 StartTls = Literal["require", "auto", "off"]
 _OPTIONS = ("starttls", "timeout", "verify", "cafile", "ehlo")
+#: smtp:// (STARTTLS when offered), smtp+starttls:// (STARTTLS required), smtps:// (TLS from the start).
+SCHEMES = ("smtp", "smtp+starttls", "smtps")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
@@ -104,8 +106,8 @@ class SmtpSettings:
             port = parts.port
         except ValueError:
             raise ValueError(f"malformed SMTP URL {shown}") from None
-        if parts.scheme not in ("smtp", "smtps"):
-            raise ValueError(f"an SMTP URL starts with smtp:// or smtps://, got {shown}")
+        if parts.scheme not in SCHEMES:
+            raise ValueError(f"an SMTP URL starts with smtp://, smtp+starttls:// or smtps://, got {shown}")
         if not parts.hostname:
             raise ValueError(f"SMTP URL has no host: {shown}")
         if parts.path not in ("", "/") or parts.fragment:
@@ -114,6 +116,11 @@ class SmtpSettings:
         options = _parse_options(parts.query, shown)
         if implicit and "starttls" in options:
             raise ValueError(f"starttls does not apply to smtps:// (TLS from the start): {shown}")
+        if parts.scheme == "smtp+starttls":
+            # Submission with STARTTLS required (port 587): the scheme says it, not an option.
+            if options.get("starttls", "require") != "require":
+                raise ValueError(f"smtp+starttls:// always requires STARTTLS: {shown}")
+            options["starttls"] = "require"
         return cls(
             host=parts.hostname,
             port=port or (465 if implicit else 587),
@@ -129,7 +136,7 @@ class SmtpSettings:
 
     def target(self) -> str:
         """Where this connects, without the password: for logs, errors and repr."""
-        scheme = "smtps" if self.implicit_tls else "smtp"
+        scheme = "smtps" if self.implicit_tls else "smtp+starttls" if self.starttls == "require" else "smtp"
         user = f"{quote(self.username, safe='')}:***@" if self.username is not None else ""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{scheme}://{user}{host}:{self.port}"
@@ -266,6 +273,20 @@ class SmtpTransport:
 
     def probe(self, email: OutgoingEmail) -> Probe:
         return Probe.UNKNOWN  # SMTP cannot prove that a message did not go out
+
+    def check(self) -> Delivery:
+        """Connect, secure and log in as for a send, then QUIT: nothing is sent. ACCEPTED when
+        all of it worked (the detail says how), otherwise what failed, in words."""
+        deadline = time.monotonic() + self.settings.timeout
+        try:
+            conn = self._open(deadline)
+        except _Stop as stop:
+            delivery = stop.delivery
+            return Delivery(delivery.outcome, self._scrub(delivery.detail), blame=delivery.blame)
+        secured = "TLS" if self.settings.implicit_tls or isinstance(conn.sock, ssl.SSLSocket) else "no TLS"
+        login = f"logged in as {self.settings.username}" if self.settings.username else "no login"
+        self._hang_up(conn, polite=True)
+        return Delivery(Outcome.ACCEPTED, f"connected to {self.settings.target()} ({secured}), {login}")
 
     def interrupt(self, thread: int) -> None:
         """See `transports.base.Interruptible`: shut the thread's connection down (both ways),

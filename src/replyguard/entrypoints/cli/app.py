@@ -220,10 +220,16 @@ def announce_clock(instance: App) -> None:
 def check_public_url(instance: App, *, allow_localhost: bool) -> None:
     """Before sending: unsubscribe links must reach the recipient. With REPLYGUARD_PUBLIC_URL
     unset they point at http://localhost:8000: one warning line for a trial (a Maildir), a
-    refusal (exit 2) for real mail over SMTP unless the person says it is meant."""
+    refusal (exit 2) for real mail over SMTP (the default transport's, or a connected mailbox's
+    own) unless the person says it is meant."""
     if not instance.settings.public_url_unset:
         return
-    smtp = instance.transport_spec.startswith(("smtp://", "smtps://"))
+    from replyguard.service_layer.mailbox_accounts import sends_by_own_smtp
+
+    smtp = instance.transport_spec.startswith(("smtp://", "smtp+starttls://", "smtps://"))
+    if not smtp:
+        with instance.uow() as uow:
+            smtp = sends_by_own_smtp(uow)  # a connected mailbox sends real mail too
     if smtp and not allow_localhost:
         fail(
             "REPLYGUARD_PUBLIC_URL is not set, so the List-Unsubscribe links of emails sent by SMTP "
@@ -279,7 +285,7 @@ def worker(
 
     instance = open_app(ctx, running_clock=not once)
     try:
-        transport = instance.transport
+        instance.transport  # noqa: B018 - the default transport's spec parses, or exit 2 now
     except ValueError as exc:
         fail(str(exc), code=2)
     check_public_url(instance, allow_localhost=allow_localhost_unsubscribe)
@@ -292,7 +298,8 @@ def worker(
             f"{at} {line.result:<8} step {line.position} to {line.to_address}: {line.subject}", soft_wrap=True
         )
 
-    work = Worker(instance, transport, on_result=None if quiet else tell, stop=threading.Event())
+    # No transport given: each mailbox sends through its own (`App.transport_for`).
+    work = Worker(instance, on_result=None if quiet else tell, stop=threading.Event())
     done = threading.Event()
 
     def after_signal() -> None:
@@ -362,6 +369,7 @@ from replyguard.entrypoints.cli import (  # noqa: E402
     mailbox_cmd,
     poll_cmd,
     reply_cmd,
+    secrets_cmd,
     senders_cmd,
     serve_cmd,
     steps_cmd,
@@ -381,6 +389,7 @@ senders_cmd.register(app)
 inbound_cmd.register(app)
 campaign_cmd.register(app)
 mailbox_cmd.register(app)
+secrets_cmd.register(app)
 enroll_cmd.register(app)
 steps_cmd.register(app)
 

@@ -1,5 +1,6 @@
-"""`replyguard poll --imap URL [--folder INBOX] [--once] [--history]`: feed one IMAP folder
-into ingest.
+"""`replyguard poll [--imap URL [--folder INBOX]] [--once] [--history]`: feed IMAP folders into
+ingest: one folder (`--imap`), or, with no URL, every watched folder of every connected mailbox
+(`replyguard mailbox add ... --imap`), one poller each, the list read again while it runs.
 
 Runs until SIGTERM or SIGINT (the current message finishes and the lease is released), or
 with `--once` reads what is there and exits. A folder's first start reads from now on; with
@@ -12,10 +13,15 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
+
+if TYPE_CHECKING:
+    from replyguard.adapters.imap_source import Fetched
+    from replyguard.bootstrap import App
 
 
 def register(app: typer.Typer) -> None:
@@ -30,7 +36,8 @@ def poll(
         typer.Option(
             "--imap",
             help="imaps://user:password@host:993/INBOX, or imap://...:143/INBOX (STARTTLS). "
-            "Or set REPLYGUARD_IMAP_URL, which keeps the password out of the process list.",
+            "Or set REPLYGUARD_IMAP_URL, which keeps the password out of the process list. "
+            "Neither: every connected mailbox's folders.",
         ),
     ] = None,
     folder: Annotated[str | None, typer.Option("--folder", help="Overrides the URL's folder.")] = None,
@@ -44,7 +51,8 @@ def poll(
         ),
     ] = False,
 ) -> None:
-    """Poll an IMAP folder (IDLE when offered) and ingest every new message once."""
+    """Poll an IMAP folder, or every connected mailbox's folders (IDLE when offered), and
+    ingest every new message once."""
     # Imported here: the CLI module imports this one, and start-up stays fast.
     from replyguard.adapters.imap_source import ImapUrlError, LeaseBusy
     from replyguard.entrypoints.cli.app import err, fail, open_app, out
@@ -54,9 +62,6 @@ def poll(
 
     instance = open_app(ctx, running_clock=not once)
     urls = [imap] if imap else list(instance.environment.imap_urls)
-    if len(urls) != 1:
-        instance.close()
-        fail("poll reads one folder: give --imap URL (or REPLYGUARD_IMAP_URL with one URL)", code=2)
 
     def report(result: IngestResult) -> None:
         leads = ",".join(str(i) for i in result.lead_ids) or "-"
@@ -65,6 +70,19 @@ def poll(
             f"inbound {result.inbound_id}: {result.status} {result.kind or ''} leads {leads}{again}",
             highlight=False,
         )
+
+    if not urls:
+        if folder is not None:
+            instance.close()
+            fail(
+                "--folder goes with --imap; a connected mailbox's folders are its own (mailbox add --folder)",
+                code=2,
+            )
+        _every_mailbox(instance, ingest_fetched(instance, report), once=once, history=history)
+        return
+    if len(urls) != 1:
+        instance.close()
+        fail("poll reads one folder: give --imap URL (or REPLYGUARD_IMAP_URL with one URL)", code=2)
 
     try:
         poller = instance.imap_poller(
@@ -95,5 +113,37 @@ def poll(
         fail(str(exc))
     except Exception as exc:  # the server, the network or the database: one line, no traceback
         fail(f"{poller.source.key}: {exc.__class__.__name__}: {str(exc)[:300]}")
+    finally:
+        instance.close()
+
+
+def _every_mailbox(instance: App, handle: Callable[[Fetched], None], *, once: bool, history: bool) -> None:
+    """`poll` without a URL: every watched folder of every connected mailbox."""
+    from replyguard.entrypoints.cli.app import err, fail, out
+    from replyguard.service_layer.quarantine import Sweeper, retry_stored
+
+    pollers = instance.mailbox_pollers(handle, history=history)
+    try:
+        if not pollers.sources():
+            fail(
+                "nothing to poll: give --imap URL, or connect a mailbox with an IMAP account"
+                " (replyguard mailbox add EMAIL --imap URL --password-file F)",
+                code=2,
+            )
+        if once:
+            done = pollers.run_once()
+            retry_stored(instance)
+            for key, result in done.items():
+                said = f"{result} new messages" if isinstance(result, int) else f"not read: {result}"
+                out.print(f"{key}: {said}", highlight=False)
+            if any(isinstance(result, str) for result in done.values()):
+                fail(f"{sum(isinstance(r, str) for r in done.values())} of {len(done)} folders not read")
+            return
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
+        signal.signal(signal.SIGINT, lambda _signum, _frame: stop.set())
+        err.print(f"polling {len(pollers.sources())} folder(s) of the connected mailboxes; Ctrl-C stops")
+        with Sweeper(instance):
+            pollers.run(stop)
     finally:
         instance.close()

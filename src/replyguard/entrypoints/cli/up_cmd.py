@@ -4,7 +4,8 @@ Runs together, each in its own thread, until Ctrl-C or SIGTERM:
 
 * the web app (pages, REST API, webhooks, one-click unsubscribe) on --host/--port;
 * the guarded worker (`replyguard worker`);
-* one IMAP poller per --imap URL (`replyguard poll`);
+* one IMAP poller per --imap URL (`replyguard poll`), or, with none, one for every watched
+  folder of every connected mailbox (`replyguard poll` without a URL);
 * the notice delivery of Reply Rescue (`replyguard notify`): the outbox to every configured
   channel (an email to the owner by default, REPLYGUARD_NOTIFY_* for webhooks), and the
   model's drafts when REPLYGUARD_MODEL_URL is set. With no channel and no model it is left
@@ -107,7 +108,9 @@ def up(
     supervisor = Supervisor(_components(instance, sock, urls, worker=worker, notices=notices, sender=sender))
     where = f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"
     parts = ["web"] + ["worker"] * worker
-    parts += [f"{len(urls)} IMAP poller{'s' * (len(urls) != 1)}"] * bool(urls)
+    parts += [
+        f"{len(urls)} IMAP poller{'s' * (len(urls) != 1)}" if urls else "the connected mailboxes' pollers"
+    ]
     if notices is not None:
         parts.append(f"notices by {', '.join(notices.channels) or 'nobody (model drafts only)'}")
     code = _run_until_stopped(
@@ -176,6 +179,9 @@ def _components(
         found.append(Component("worker", (sender or WorkerPart(instance)).run))
     for index, url in enumerate(urls, start=1):
         found.append(Component(f"imap-{index}", _poller(instance, url)))
+    if not urls:
+        # No folder named: every connected mailbox's folders, including those connected later.
+        found.append(Component("mailboxes", _mailbox_pollers(instance)))
     if notices is not None:
         found.append(Component("notices", _notices(notices)))
     return found
@@ -245,7 +251,7 @@ class WorkerPart:
 
         self.finished.clear()
         try:
-            self.current = Worker(self.instance, self.instance.transport, stop=stop)
+            self.current = Worker(self.instance, stop=stop)  # each mailbox's own transport
             report = run_forever(self.current)
         finally:
             self.finished.set()
@@ -260,6 +266,19 @@ class WorkerPart:
     def interrupt(self) -> None:
         if self.current is not None:
             self.current.interrupt()
+
+
+def _mailbox_pollers(instance: App) -> Run:
+    from replyguard.service_layer.ingest import IngestResult
+    from replyguard.service_layer.pollers import ingest_fetched
+
+    def report(result: IngestResult) -> None:
+        log.info("inbound %s: %s %s", result.inbound_id, result.status, result.kind or "")
+
+    def run(stop: threading.Event) -> None:
+        instance.mailbox_pollers(ingest_fetched(instance, report)).run(stop)
+
+    return run
 
 
 def _poller(instance: App, url: str) -> Run:

@@ -191,6 +191,29 @@ def _errors(api_app: FastAPI, ctx: WebContext, guards: Guards) -> None:
             # ASCII-escaped: the errors echo the input, which may hold what UTF-8 cannot carry
             # (an unpaired surrogate sent as \ud800 in JSON); the default encoder would fail
             # inside this handler and reset the connection.
-            body = json.dumps({"detail": jsonable_encoder(exc.errors())}, ensure_ascii=True, default=str)
+            errors = _without_secrets(exc.errors())
+            body = json.dumps({"detail": jsonable_encoder(errors)}, ensure_ascii=True, default=str)
             return Response(body, status_code=422, media_type="application/json")
         return error_page(request, 400, "The request was not understood: a field is missing or malformed.")
+
+
+#: Fields whose value a validation error never echoes (a mailbox's password, say).
+_SECRET_FIELDS = ("password", "secret", "token")
+
+
+def _secret_name(name: object) -> bool:
+    return isinstance(name, str) and any(word in name.lower() for word in _SECRET_FIELDS)
+
+
+def _without_secrets(errors: Any) -> list[dict[str, Any]]:
+    """Validation errors echo their input: never a secret field's value, alone or in its body."""
+    found = []
+    for raw in errors:
+        error = dict(raw)
+        value = error.get("input")
+        if any(_secret_name(part) for part in error.get("loc", ())):
+            error["input"] = "***"
+        elif isinstance(value, dict):
+            error["input"] = {k: "***" if _secret_name(k) else v for k, v in value.items()}
+        found.append(error)
+    return found

@@ -77,6 +77,8 @@ _BADGES = {
     "paused": "red",
     "delivered": "green",
     "pending": "amber",
+    "works": "green",  # a login `mailbox test` tried
+    "fails": "red",
 }
 
 

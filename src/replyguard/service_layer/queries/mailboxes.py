@@ -1,6 +1,7 @@
-"""The mailboxes view: each sending identity, its settings, the campaigns that share it, and
-whether a server's refusal of the mailbox itself has paused it (send_record pauses a mailbox
-whose sender is refused; a person resumes it: `mailboxes.resume_mailbox`)."""
+"""The mailboxes view: each sending identity, its settings, its own servers (never a password),
+the campaigns that share it, and whether a server's refusal of the mailbox itself has paused
+it (send_record pauses a mailbox whose sender is refused; a person resumes it:
+`mailboxes.resume_mailbox`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from datetime import datetime
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
+from replyguard.domain.addresses import normalize_address
 from replyguard.service_layer.queries import NotFound
 from replyguard.service_layer.uow import UnitOfWork
 
@@ -26,6 +28,13 @@ class MailboxRow:
     paused_reason: str | None
     paused_at: datetime | None
     campaigns: list[str]
+    #: Its own servers (URLs without a password); None: the default transport sends for it.
+    smtp: str | None = None
+    imap: str | None = None
+    folders: tuple[str, ...] = ()
+    sent_folder: str | None = None
+    #: Whether a password is stored (encrypted); the password itself is never read here.
+    password_stored: bool = False
 
 
 def list_mailboxes(uow: UnitOfWork) -> list[MailboxRow]:
@@ -51,6 +60,11 @@ def list_mailboxes(uow: UnitOfWork) -> list[MailboxRow]:
             mb.paused_reason,
             mb.paused_at,
             campaigns.get(mb.id, []),
+            mb.smtp_url,
+            mb.imap_url,
+            tuple(mb.imap_folders or ()),
+            mb.sent_folder,
+            mb.secret is not None,
         )
         for mb in rows
     ]
@@ -66,3 +80,21 @@ def mailbox_address(uow: UnitOfWork, mailbox_id: int) -> str:
     if address is None:
         raise NotFound(f"no mailbox {mailbox_id}")
     return address
+
+
+def mailbox_row(uow: UnitOfWork, mailbox_id: int) -> MailboxRow:
+    for row in list_mailboxes(uow):
+        if row.id == mailbox_id:
+            return row
+    raise NotFound(f"no mailbox {mailbox_id}")
+
+
+def mailbox_id(uow: UnitOfWork, address: str) -> int:
+    found = uow.session.scalar(
+        select(m.Mailbox.id).where(
+            m.Mailbox.workspace_id == uow.workspace_id, m.Mailbox.address == normalize_address(address)
+        )
+    )
+    if found is None:
+        raise NotFound(f"no mailbox {address}")
+    return found

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from replyguard.entrypoints.web.api import campaigns, inbound, leads, operations, threads, users, workspace
+from replyguard.entrypoints.web.api import (
+    campaigns,
+    inbound,
+    leads,
+    mailboxes,
+    operations,
+    threads,
+    users,
+    workspace,
+)
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.security import Guards
 
@@ -21,6 +30,6 @@ _ERRORS: dict[int | str, dict[str, str]] = {
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     api = APIRouter(prefix=PREFIX, dependencies=[Depends(guards.caller)], responses=_ERRORS)
-    for module in (threads, campaigns, leads, inbound, operations, workspace, users):
+    for module in (threads, campaigns, leads, inbound, mailboxes, operations, workspace, users):
         api.include_router(module.router(ctx, guards))
     return api

@@ -1,6 +1,6 @@
-"""/api/v1 for keeping the machine honest: audit runs (history and one run with its evidence),
-mailboxes (and resuming one a server's refusal paused), and retrying a quarantined inbound
-message. Audits are started by the CLI or cron, not here: a run sends real email."""
+"""/api/v1 for keeping the machine honest: audit runs (history and one run with its evidence)
+and retrying a quarantined inbound message (mailboxes: api/mailboxes.py). Audits are started
+by the CLI or cron, not here: a run sends real email."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
 
@@ -15,17 +15,14 @@ from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Caller, Guards
 from replyguard.service_layer.audit import audit_history
-from replyguard.service_layer.mailboxes import resume_mailbox
 from replyguard.service_layer.quarantine import retry
 from replyguard.service_layer.queries import NotFound
 from replyguard.service_layer.queries import audit as aq
-from replyguard.service_layer.queries import mailboxes as mq
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter()
     Token = Annotated[Caller, Depends(guards.api(Capability.READ))]
-    MailboxAdmin = Annotated[Caller, Depends(guards.api(Capability.MAILBOXES))]
     Retrier = Annotated[Caller, Depends(guards.api(Capability.INBOUND))]
 
     @routes.get("/audit/runs", response_model=list[s.AuditRunLine], tags=["audit"])
@@ -43,20 +40,6 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         """One run: every check with its verdict and evidence (ids, times, states)."""
         with ctx.scoped.read(caller.workspace_id) as uow:
             return aq.run_detail(uow, run_id).to_json()
-
-    @routes.get("/mailboxes", response_model=list[s.Mailbox], tags=["mailboxes"])
-    def list_mailboxes(caller: Token) -> list[mq.MailboxRow]:
-        """Every mailbox, paused ones first (a server refused the mailbox itself)."""
-        with ctx.scoped.read(caller.workspace_id) as uow:
-            return mq.list_mailboxes(uow)
-
-    @routes.post("/mailboxes/{mailbox_id}/resume", response_model=s.Resumed, tags=["mailboxes"])
-    def resume(caller: MailboxAdmin, mailbox_id: ObjectId) -> s.Resumed:
-        """The cause is fixed: the mailbox sends again."""
-        with ctx.scoped.write(caller.workspace_id) as uow:
-            resumed = resume_mailbox(uow, mq.mailbox_address(uow, mailbox_id))
-            uow.commit()
-        return s.Resumed(mailbox_id=mailbox_id, resumed=resumed)
 
     @routes.post(
         "/inbound/{inbound_id}/retry",

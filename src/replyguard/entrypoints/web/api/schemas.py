@@ -496,6 +496,47 @@ class Mailbox(Model):
     paused_reason: str | None
     paused_at: datetime | None
     campaigns: list[str]
+    smtp: str | None = Field(
+        description="its own SMTP server, without a password; none: the default transport"
+    )
+    imap: str | None = Field(description="its own IMAP account, without a password")
+    folders: list[str] = Field(description="the IMAP folders watched for replies")
+    sent_folder: str | None
+    password_stored: bool = Field(description="a password is stored, encrypted (it is never shown)")
+
+
+class MailboxConnect(BaseModel):
+    """Connect a mailbox to its own servers; the password is stored encrypted, never returned."""
+
+    model_config = ConfigDict(extra="forbid")
+    address: str = Field(max_length=320)
+    smtp: str | None = Field(
+        default=None, max_length=500, description="smtp+starttls://user@host:587 or smtps://user@host:465"
+    )
+    imap: str | None = Field(default=None, max_length=500, description="imaps://user@host:993/INBOX")
+    password: str | None = Field(default=None, max_length=1000, description="for both servers; write-only")
+    folders: list[str] = Field(default_factory=list, max_length=50)
+    sent_folder: str | None = Field(default=None, max_length=200)
+    from_name: str | None = Field(default=None, max_length=200)
+    daily_cap: int | None = Field(default=None, ge=1, le=1_000_000)
+    timezone: str | None = Field(default=None, max_length=64)
+
+
+class MailboxCheck(BaseModel):
+    what: str
+    ok: bool
+    words: str = Field(description="what happened, in words")
+
+
+class MailboxTest(BaseModel):
+    mailbox_id: int
+    ok: bool
+    checks: list[MailboxCheck]
+
+
+class MailboxRemoved(BaseModel):
+    mailbox_id: int
+    result: str = Field(description="removed, or disconnected (campaigns still send from it)")
 
 
 class Resumed(BaseModel):

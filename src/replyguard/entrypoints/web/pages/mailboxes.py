@@ -1,20 +1,28 @@
-"""Mailboxes: each sending identity and its pause. A server that refuses the mailbox itself
-(credentials, sender, relaying) pauses it; a person fixes the cause and resumes it here."""
+"""Mailboxes: each sending identity, its own servers, and its pause. An admin connects a
+mailbox to its SMTP server and IMAP account here (the password is stored encrypted and never
+shown again), tests its logins (nothing is sent), and forgets an account. A server that
+refuses the mailbox itself (credentials, sender, relaying) pauses it; a person fixes the cause
+and resumes it here."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Form, HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from replyguard.domain.access import Capability
+from replyguard.entrypoints.web.api import mailboxes as api
+from replyguard.entrypoints.web.api.schemas import MailboxConnect
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
+from replyguard.service_layer.mailbox_accounts import disconnect_mailbox
 from replyguard.service_layer.mailboxes import resume_mailbox
 from replyguard.service_layer.queries import mailboxes as mq
+
+Field = Annotated[str, Form(max_length=500)]
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
@@ -22,12 +30,75 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     Who = Annotated[Viewer, Depends(guards.page(Capability.READ))]
     Admin = Annotated[Viewer, Depends(guards.page(Capability.MAILBOXES))]
 
-    @routes.get("/mailboxes")
-    def mailboxes_page(request: Request, who: Who) -> Response:
+    def render(request: Request, who: Viewer, *, status: int = 200, **extra: Any) -> Response:
         with ctx.scoped.read(who.workspace_id) as uow:
             rows = mq.list_mailboxes(uow)
-        context = {"viewer": who, "active": "mailboxes", "mailboxes": rows}
-        return ctx.renderer.page(request, "mailboxes.html", context)
+        context = {"error": "", "tested": None, "form": {}, **extra}
+        context.update(viewer=who, active="mailboxes", mailboxes=rows, can_connect=ctx.app.secret_keys != ())
+        return ctx.renderer.page(request, "mailboxes.html", context, status=status)
+
+    @routes.get("/mailboxes")
+    def mailboxes_page(request: Request, who: Who) -> Response:
+        return render(request, who)
+
+    @routes.post("/mailboxes")
+    def connect(
+        request: Request,
+        who: Admin,
+        address: Annotated[str, Form(max_length=320)] = "",
+        smtp: Field = "",
+        imap: Field = "",
+        password: Annotated[str, Form(max_length=1000)] = "",
+        folders: Field = "",
+        sent_folder: Annotated[str, Form(max_length=200)] = "",
+    ) -> Response:
+        # The form comes back filled in after a refusal, except the password.
+        form = {
+            "address": address,
+            "smtp": smtp,
+            "imap": imap,
+            "folders": folders,
+            "sent_folder": sent_folder,
+        }
+        try:
+            body = MailboxConnect(
+                address=address,
+                smtp=smtp or None,
+                imap=imap or None,
+                password=password or None,
+                folders=[f.strip() for f in folders.replace("\n", ",").split(",") if f.strip()],
+                sent_folder=sent_folder or None,
+            )
+        except ValueError:  # pydantic's, which would echo the password
+            return render(request, who, error="too many folders (50 at most)", form=form, status=400)
+        try:
+            api.connect(ctx, who.workspace_id, body)
+        except HTTPException as exc:
+            return render(request, who, error=str(exc.detail), form=form, status=400)
+        flash(ctx, who, f"{address.strip().lower()} connected: test its logins below.")
+        return RedirectResponse("/mailboxes", status_code=303)
+
+    @routes.post("/mailboxes/{mailbox_id}/test")
+    def test(request: Request, who: Admin, mailbox_id: ObjectId) -> Response:
+        with ctx.scoped.read(who.workspace_id) as uow:
+            address = mq.mailbox_address(uow, mailbox_id)
+        try:
+            checks = api.checks_of(ctx, who.workspace_id, mailbox_id)
+        except HTTPException as exc:
+            return render(request, who, error=f"{address}: {exc.detail}", status=exc.status_code)
+        return render(request, who, tested={"address": address, "checks": checks})
+
+    @routes.post("/mailboxes/{mailbox_id}/remove")
+    def remove(who: Admin, mailbox_id: ObjectId) -> Response:
+        with ctx.scoped.write(who.workspace_id) as uow:
+            address = mq.mailbox_address(uow, mailbox_id)
+            result = disconnect_mailbox(uow, address)
+            uow.commit()
+        said = (
+            "removed" if result == "removed" else "account forgotten: its campaigns use the default transport"
+        )
+        flash(ctx, who, f"{address}: {said}.")
+        return RedirectResponse("/mailboxes", status_code=303)
 
     @routes.post("/mailboxes/{mailbox_id}/resume")
     def resume(who: Admin, mailbox_id: ObjectId) -> Response:
