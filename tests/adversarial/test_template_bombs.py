@@ -123,8 +123,8 @@ def test_a_limit_is_a_budget_error_with_the_budget_spent() -> None:
 
 def test_the_time_budget_ends_a_render_that_is_slow_per_operation() -> None:
     ticks = iter(range(10**9))
-    budget = Budget(seconds=100.0, clock=lambda: float(next(ticks)))  # each look at the clock: 1 s
-    with pytest.raises(BudgetExceeded, match=r"over the time budget \(100 s per render\)"):
+    budget = Budget(seconds=10.0, clock=lambda: float(next(ticks)))  # each look at the clock: 1 s
+    with pytest.raises(BudgetExceeded, match=r"over the time budget \(10 s per render\)"):
         render(
             "{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}",
             {},

@@ -21,9 +21,9 @@ from typing import Any, NoReturn
 from jinja2.utils import Namespace
 
 #: Operations one render may spend (an ordinary email template spends a few dozen).
-MAX_OPERATIONS = 100_000
+MAX_OPERATIONS = 20_000
 #: Seconds one render may take, checked as operations are spent (a second line of defence).
-MAX_SECONDS = 1.0
+MAX_SECONDS = 0.5
 #: The longest text (or the largest list, counted as the text it would print as) a template
 #: may build: an email body beyond this is a template mistake.
 MAX_RENDERED_CHARS = 200_000
