@@ -374,16 +374,26 @@ _ENV = _EmailSandbox()
 def variables_of(source: str, where: str) -> set[str]:
     """The variable names a template reads; TemplateError naming `where` on a syntax error,
     a template too long, or a tag that would reach outside the template."""
+    found = _variables(source)
+    if isinstance(found, str):
+        raise TemplateError(f"{where}: {found}")
+    return set(found)
+
+
+@functools.lru_cache(maxsize=512)
+def _variables(source: str) -> frozenset[str] | str:
+    """The variables of `source`, or why it cannot be used; cached, as a campaign's templates
+    are rendered once per lead (parsing was most of the cost of a render)."""
     if len(source) > MAX_TEMPLATE_CHARS:
-        raise TemplateError(f"{where}: longer than {MAX_TEMPLATE_CHARS} characters")
+        return f"longer than {MAX_TEMPLATE_CHARS} characters"
     try:
         tree = _ENV.parse(source)
     except TemplateSyntaxError as exc:
-        raise TemplateError(f"{where}: template syntax error on line {exc.lineno}: {exc.message}") from exc
+        return f"template syntax error on line {exc.lineno}: {exc.message}"
     for node in tree.find_all(_FORBIDDEN):
         tag = type(node).__name__.lower().replace("fromimport", "import")
-        raise TemplateError(f"{where}: '{tag}' is not allowed in an email template (line {node.lineno})")
-    return set(meta.find_undeclared_variables(tree))
+        return f"'{tag}' is not allowed in an email template (line {node.lineno})"
+    return frozenset(meta.find_undeclared_variables(tree))
 
 
 def check_variables(source: str, where: str, extra_fields: Iterable[str] = ()) -> set[str]:
