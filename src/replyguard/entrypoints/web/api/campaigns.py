@@ -26,7 +26,8 @@ QueueState = Literal[
 
 def _create(ctx: WebContext, workspace_id: int, source: str) -> CampaignCreated:
     # Every template is trial-rendered first, with no transaction open (issue 21).
-    checked = check_campaign_file(lambda: ctx.scoped.read(workspace_id), source)
+    with ctx.trial_renders:
+        checked = check_campaign_file(lambda: ctx.scoped.read(workspace_id), source)
     with ctx.scoped.write(workspace_id) as uow:
         created = create_campaign(uow, checked)
         uow.commit()

@@ -64,7 +64,8 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     def create(request: Request, who: Viewer, source: str, **again: Any) -> Response:
         try:
             # Every template is trial-rendered here, with no transaction open (issue 21).
-            checked = check_campaign_file(lambda: ctx.scoped.read(who.workspace_id), source)
+            with ctx.trial_renders:
+                checked = check_campaign_file(lambda: ctx.scoped.read(who.workspace_id), source)
             with ctx.scoped.write(who.workspace_id) as uow:
                 created = create_campaign(uow, checked)
                 uow.commit()
