@@ -96,7 +96,9 @@ def spend(operations: int = 1) -> None:
 
 
 def refuse_size(what: str) -> NoReturn:
-    raise BudgetExceeded(f"{what} too large: more than {MAX_RENDERED_CHARS:,} characters (the size limit)")
+    raise BudgetExceeded(
+        f"{what} too large: more than {MAX_RENDERED_CHARS:,} characters (the size limit of a template)"
+    )
 
 
 def weight(value: Any, depth: int = 0) -> int:

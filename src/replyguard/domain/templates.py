@@ -461,7 +461,7 @@ def _render_bounded(template: Any, context: dict[str, str]) -> str:
             size += len(piece)
             if size > MAX_RENDERED_CHARS:
                 raise BudgetExceeded(
-                    f"renders to more than {MAX_RENDERED_CHARS:,} characters (the size limit)"
+                    f"renders to more than {MAX_RENDERED_CHARS:,} characters (the size limit of a template)"
                 )
             pieces.append(piece)
     except (_NoValue, TemplateError):

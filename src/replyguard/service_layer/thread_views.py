@@ -122,7 +122,8 @@ def thread_detail(uow: UnitOfWork, thread_id: int, settings: Settings) -> dict[s
         "model_intent": thread.model_intent,
         "conversation": conversation(uow, thread),
         "unknown_steps": unknown_steps(uow, thread.lead_id),
-        "draft": {"subject": draft.subject, "body": draft.body, "source": draft.source, "note": draft.note},
+        "draft": {"subject": draft.subject, "body": draft.body, "source": draft.source}
+        | ({"note": draft.note} if draft.note else {}),
         "sent_by_people": person_sends(uow, thread.id),
         "decisions": decisions(uow, thread),
     }
