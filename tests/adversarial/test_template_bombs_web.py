@@ -20,7 +20,7 @@ from sqlalchemy.pool import NullPool
 from replyguard.bootstrap import App
 from replyguard.domain import campaign_spec
 from tests.web.conftest import Site, quick_password_hashes, site
-from tests.web.support import api_client
+from tests.web.support import api_client, signed_in
 
 __all__ = ["quick_password_hashes", "site"]
 
@@ -103,7 +103,13 @@ def test_the_trial_render_runs_with_no_transaction_open(site: Site, trial_render
     assert "campaign.steps[1].body: over the" in bomb.json()["detail"]
     assert "budget" in bomb.json()["detail"]
     assert good.status_code == 201, good.text
-    assert trial_renders and all(trial_renders), trial_renders
+    # The TOML form of the web page goes the same way.
+    with signed_in(site.base, site.alpha.email) as (page, csrf):
+        form = page.post(
+            "/campaigns/new", data={"source": campaign("Form bomb", BOMB_BODY), "csrf_token": csrf}
+        )
+    assert form.status_code == 400 and "over the" in form.text and "budget" in form.text
+    assert len(trial_renders) == 3 and all(trial_renders), trial_renders
 
 
 def test_healthz_answers_while_ten_bomb_creates_run_at_once(site: Site) -> None:
