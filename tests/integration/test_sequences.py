@@ -429,7 +429,7 @@ def test_defaults_and_conditionals_enrol_leads_without_the_field_and_failures_sk
     assert report.enrolled == 1  # Bo
     skipped = dict(report.skipped)
     assert skipped["nameless@corp.test"] == "step 2 body: no value for first_name"
-    assert skipped["long@corp.test"].startswith("step 2 body: not allowed in a template:")
+    assert skipped["long@corp.test"].startswith("step 2 body: repeating a text or list too large")
     clock.advance(MONDAY_10)
     transport = RecordingTransport(clock)
     Worker(app, transport).run_once()

@@ -97,18 +97,22 @@ def _text(data: dict[str, Any], key: str, where: str, *, required: bool = True) 
     return value
 
 
-def parse_campaign(source: str, extra_fields: set[str] | None = None) -> CampaignSpec:
+def parse_campaign(source: str, extra_fields: set[str] | None = None, *, trial: bool = True) -> CampaignSpec:
+    """The validated campaign. With `trial` (the default), every template is also rendered once
+    on a sample lead (`trial_render`): that may spend a whole render budget per template, so
+    the service layer does it before it opens a transaction (`campaigns.check_campaign`) and
+    parses again without `trial` inside one."""
     try:
         data = tomllib.loads(source)
     except tomllib.TOMLDecodeError as exc:
         raise CampaignSpecError(f"not valid TOML: {exc}") from exc
     try:
-        return _build(data, extra_fields or set())
+        return _build(data, extra_fields or set(), trial=trial)
     except (ScheduleError, InvalidAddress, UnsafeHeaderValue, TemplateError) as exc:
         raise CampaignSpecError(str(exc)) from exc
 
 
-def _build(data: dict[str, Any], extra_fields: set[str]) -> CampaignSpec:
+def _build(data: dict[str, Any], extra_fields: set[str], *, trial: bool) -> CampaignSpec:
     _unknown("file", data, _TOP_KEYS)
     product = _text(data, "product", "file")
     campaign = data.get("campaign")
@@ -140,7 +144,8 @@ def _build(data: dict[str, Any], extra_fields: set[str]) -> CampaignSpec:
         drafts,
         canary,
     )
-    trial_render(spec, extra_fields)
+    if trial:
+        trial_render(spec, extra_fields)
     return spec
 
 
@@ -193,8 +198,8 @@ SAMPLE_LEAD: dict[str, str] = {
 
 
 def trial_render(spec: CampaignSpec, extra_fields: set[str]) -> None:
-    """Render every subject and body once on a sample lead that has every field: a template
-    that fails even then (division by zero, an output too large...) is a file error."""
+    """Render every subject, body and draft once on a sample lead that has every field: a
+    template that fails even then (division by zero, a limit of the budget...) is a file error."""
     values = {**SAMPLE_LEAD, **dict.fromkeys(extra_fields, "sample")}
     assert set(STANDARD_FIELDS) <= set(values)
     for step in spec.steps:
@@ -208,6 +213,12 @@ def trial_render(spec: CampaignSpec, extra_fields: set[str]) -> None:
                     check_header_value(f"{where}.subject (rendered)", text)
             except (TemplateError, UnsafeHeaderValue) as exc:
                 raise CampaignSpecError(f"{exc} (tried on a sample lead)") from exc
+    draft_values = {**values, **dict.fromkeys(DRAFT_FIELDS - set(values), "sample")}
+    for intent, source in spec.drafts:
+        try:
+            render(source, draft_values, f"campaign.drafts.{intent}", blanks=True)
+        except TemplateError as exc:
+            raise CampaignSpecError(f"{exc} (tried on a sample reply)") from exc
 
 
 def _drafts(raw: Any, extra_fields: set[str]) -> tuple[tuple[str, str], ...]:
@@ -227,6 +238,20 @@ def _drafts(raw: Any, extra_fields: set[str]) -> tuple[tuple[str, str], ...]:
         check_variables(text, f"{where}.{intent}", extra_fields | DRAFT_FIELDS)
         drafts.append((intent, text))
     return tuple(drafts)
+
+
+def draft_templates(source: str) -> dict[str, str]:
+    """The `[campaign.drafts]` templates of a stored campaign file, by intent, read without the
+    rest of the file's checks (a thread page reads them on every view). What does not read as
+    a table of texts is left out: the built-in draft is used for that intent."""
+    try:
+        campaign = tomllib.loads(source).get("campaign")
+    except tomllib.TOMLDecodeError:
+        return {}
+    raw = campaign.get("drafts") if isinstance(campaign, dict) else None
+    if not isinstance(raw, dict):
+        return {}
+    return {k: v for k, v in raw.items() if isinstance(v, str) and k in {i.value for i in Intent}}
 
 
 def _zone_name(name: str) -> str:

@@ -2,8 +2,11 @@
 
 A draft is only text. Nothing in replyguard sends it on its own (PRODUCT.md invariant 6):
 `service_layer/person_send.py` sends what a person submits, and nothing else calls it.
-Templates are sandboxed Jinja2 over the fields in `DRAFT_FIELDS`; a campaign may replace any of
-them under `[campaign.drafts]` (keys are intent names, see `domain/intent.py`).
+Templates are rendered by the same budgeted sandbox as the steps (`domain/templates.py`) over
+the fields in `DRAFT_FIELDS`; a campaign may replace any of them under `[campaign.drafts]` (keys
+are intent names, see `domain/intent.py`). A campaign's template that fails when a thread is
+viewed (an error, a limit of the budget) never stops the thread from being read: the built-in
+draft for the intent is shown instead, with a note that says so.
 """
 
 from __future__ import annotations
@@ -11,14 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from jinja2 import TemplateError
-from jinja2.exceptions import SecurityError
-from jinja2.sandbox import SandboxedEnvironment
-
 from replyguard.domain.addresses import check_header_value
 from replyguard.domain.inbound.subjects import normalize_subject
 from replyguard.domain.intent import Intent
-from replyguard.domain.templates import STANDARD_FIELDS
+from replyguard.domain.templates import STANDARD_FIELDS, TemplateError, render
 
 DRAFT_FIELDS: frozenset[str] = STANDARD_FIELDS | {
     "sender",
@@ -63,14 +62,14 @@ DEFAULT_TEMPLATES: dict[str, str] = {
     Intent.OTHER: "Hi {{ first_name }},\n\nthank you for your reply. \n\nBest,\n{{ sender }}\n",
 }
 
-_ENV = SandboxedEnvironment(autoescape=False, keep_trailing_newline=True)
-
 
 @dataclass(frozen=True, slots=True)
 class Draft:
     subject: str
     body: str
     source: str  # "template", "campaign" (a campaign's own template) or "model"
+    #: Set when the campaign's own template failed and the built-in one is shown instead.
+    note: str = ""
 
 
 def reply_subject(subject: str | None) -> str:
@@ -82,15 +81,27 @@ def reply_subject(subject: str | None) -> str:
 def template_draft(
     intent: Intent, values: Mapping[str, str], overrides: Mapping[str, str] | None = None
 ) -> Draft:
-    """The draft for `intent`: the campaign's template when it has one, else ours."""
+    """The draft for `intent`: the campaign's template when it has one and it renders, else ours
+    (with a note naming why the campaign's was not used)."""
     own = (overrides or {}).get(intent.value)
-    source = own if own is not None else DEFAULT_TEMPLATES[intent]
     known = {name: values.get(name, "") or "" for name in DRAFT_FIELDS}
     subject = reply_subject(values.get("subject"))
-    try:
-        body = _ENV.from_string(source).render(**known)
-    except (TemplateError, SecurityError):
-        # A campaign template that the sandbox refuses at render time: ours instead.
-        body = _ENV.from_string(DEFAULT_TEMPLATES[intent]).render(**known)
-        return Draft(subject, body, "template")
-    return Draft(subject, body, "campaign" if own is not None else "template")
+    if own is not None:
+        try:
+            return Draft(
+                subject, render(own, known, f"campaign.drafts.{intent.value}", blanks=True), "campaign"
+            )
+        except TemplateError as exc:
+            return builtin_draft(intent, known, subject, note=f"{exc}. The built-in draft is shown instead.")
+    return builtin_draft(intent, known, subject)
+
+
+def builtin_draft(intent: Intent, values: Mapping[str, str], subject: str, *, note: str = "") -> Draft:
+    """Our own draft for `intent`; its templates print only the fields they are given."""
+    known = {name: values.get(name, "") or "" for name in DRAFT_FIELDS}
+    return Draft(
+        subject,
+        render(DEFAULT_TEMPLATES[intent], known, f"draft {intent.value}", blanks=True),
+        "template",
+        note,
+    )

@@ -31,7 +31,7 @@ def campaign_canary(uow: UnitOfWork, campaign_name: str, given: str | None) -> s
             raise AuditSetupError(f"--canary: {exc}") from exc
     campaign = find_campaign(uow, campaign_name)
     try:
-        configured = parse_campaign(campaign.source).canary
+        configured = parse_campaign(campaign.source, trial=False).canary
     except CampaignSpecError:
         configured = None
     if configured is None:

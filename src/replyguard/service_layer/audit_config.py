@@ -370,7 +370,7 @@ def canaries(campaigns: list[m.Campaign]) -> CheckResult:
     missing = []
     for campaign in campaigns:
         try:
-            canary = parse_campaign(campaign.source).canary
+            canary = parse_campaign(campaign.source, trial=False).canary
         except CampaignSpecError:
             canary = None
         if canary is None:

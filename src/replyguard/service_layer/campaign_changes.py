@@ -22,11 +22,11 @@ from sqlalchemy import func, select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import domain_of
-from replyguard.domain.campaign_spec import CampaignSpec, CampaignSpecError, StepSpec, parse_campaign
+from replyguard.domain.campaign_spec import CampaignSpec, CampaignSpecError, StepSpec
 from replyguard.domain.message_ids import message_id_for, send_key
 from replyguard.domain.schedule import load_zone, plan_due
 from replyguard.domain.states import Actor, ReplyState, StepState, check_step_move
-from replyguard.service_layer.campaigns import custom_fields, find_campaign
+from replyguard.service_layer.campaigns import CheckedCampaign, find_campaign, source_of, spec_of
 from replyguard.service_layer.enrollment import campaign_window, live_steps, step_wait
 from replyguard.service_layer.mailboxes import campaigns_of
 from replyguard.service_layer.rendering import RenderFailed, lead_values, refresh_enrollment, render_texts
@@ -54,9 +54,10 @@ class CampaignUpdate:
     rendered_again: int = 0
 
 
-def plan_update(uow: UnitOfWork, source: str) -> CampaignUpdate:
-    """The changes `source` makes to its campaign, and what they will do; writes nothing."""
-    spec = parse_campaign(source, custom_fields(uow))
+def plan_update(uow: UnitOfWork, source: CheckedCampaign | str) -> CampaignUpdate:
+    """The changes `source` makes to its campaign, and what they will do; writes nothing.
+    (The entry points pass a `CheckedCampaign`: its templates were trial-rendered before.)"""
+    spec = spec_of(uow, source)
     campaign = find_campaign(uow, spec.name)
     mailbox = uow.session.get_one(m.Mailbox, campaign.mailbox_id)
     product = uow.session.get_one(m.Product, campaign.product_id)
@@ -176,15 +177,17 @@ def _sent(uow: UnitOfWork, campaign_step_id: int) -> int:
     )
 
 
-def apply_update(uow: UnitOfWork, source: str, *, shown: list[Change] | None = None) -> CampaignUpdate:
+def apply_update(
+    uow: UnitOfWork, campaign_file: CheckedCampaign | str, *, shown: list[Change] | None = None
+) -> CampaignUpdate:
     """Apply `source` to its campaign in this unit of work (the caller commits). With `shown`,
     refuse if the changes differ from those a person confirmed."""
-    update = plan_update(uow, source)
+    update = plan_update(uow, campaign_file)
     if shown is not None and shown != update.changes:
         raise CampaignSpecError("the campaign changed since the differences were shown: run the update again")
     if not update.changes:
         return update
-    spec = parse_campaign(source, custom_fields(uow))
+    spec = spec_of(uow, CheckedCampaign(source_of(campaign_file), frozenset()))
     campaign = find_campaign(uow, spec.name)
     now = uow.clock.now()
     _write_campaign(uow, campaign, spec, now)
@@ -200,7 +203,7 @@ def apply_update(uow: UnitOfWork, source: str, *, shown: list[Change] | None = N
     for enrollment in enrollments:
         _update_enrollment(uow, campaign, enrollment, now, replan=replan)
         update.rendered_again += refresh_enrollment(uow, enrollment, why="campaign update")
-    campaign.source = source
+    campaign.source = source_of(campaign_file)
     uow.add_event("campaign_updated", campaign=campaign.name, changes=[c.line() for c in update.changes])
     return update
 

@@ -4,10 +4,17 @@ A campaign sends from a mailbox whose sender name, daily cap and cap day belong 
 (`service_layer/mailboxes.py`). A new mailbox takes them from the file; for an existing one,
 a file that states different values is refused with the way to change the mailbox, so a
 second campaign can never silently send under the first one's settings.
+
+Every template of a file is trial-rendered once (`check_campaign`), which may spend a whole
+render budget per template: that happens before any transaction is open (on SQLite a write
+transaction holds the one write lock), and the transaction only parses the file again without
+rendering. The entry points read the workspace's custom fields in a read-only unit of work,
+call `check_campaign`, then open the write unit of work with the `CheckedCampaign`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +39,44 @@ class CampaignCreated:
     cap_timezone: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class CheckedCampaign:
+    """A campaign file whose every template rendered on a sample lead with these custom fields."""
+
+    source: str
+    fields: frozenset[str]
+
+
+def check_campaign(source: str, fields: Iterable[str]) -> CheckedCampaign:
+    """Parse the file and trial-render every template (CampaignSpecError naming the first that
+    fails). Call it with no transaction open: it may spend a render budget per template."""
+    names = frozenset(fields)
+    parse_campaign(source, set(names))
+    return CheckedCampaign(source, names)
+
+
+def check_campaign_file(read: Callable[[], UnitOfWork], source: str) -> CheckedCampaign:
+    """`check_campaign` with the workspace's custom fields, read in the read-only unit of work
+    `read()` opens and closed again before any template is rendered."""
+    with read() as uow:
+        fields = custom_fields(uow)
+    return check_campaign(source, fields)
+
+
+def spec_of(uow: UnitOfWork, campaign: CheckedCampaign | str) -> CampaignSpec:
+    """The spec of a checked file, parsed again inside the transaction without rendering (its
+    variables checked against the custom fields as they are now). A plain text (tests, the
+    demo's own files) is checked here, inside the transaction."""
+    fields = custom_fields(uow)
+    if isinstance(campaign, str):
+        return parse_campaign(campaign, fields)
+    return parse_campaign(campaign.source, fields, trial=False)
+
+
+def source_of(campaign: CheckedCampaign | str) -> str:
+    return campaign if isinstance(campaign, str) else campaign.source
+
+
 def custom_fields(uow: UnitOfWork) -> set[str]:
     """Custom CSV columns seen in this workspace: usable as template variables."""
     names: set[str] = set()
@@ -53,8 +98,9 @@ def get_or_create_product(uow: UnitOfWork, name: str) -> m.Product:
     return product
 
 
-def create_campaign(uow: UnitOfWork, source: str) -> CampaignCreated:
-    spec = parse_campaign(source, custom_fields(uow))
+def create_campaign(uow: UnitOfWork, campaign_file: CheckedCampaign | str) -> CampaignCreated:
+    spec = spec_of(uow, campaign_file)
+    source = source_of(campaign_file)
     existing = uow.session.scalar(
         select(m.Campaign).where(m.Campaign.workspace_id == uow.workspace_id, m.Campaign.name == spec.name)
     )

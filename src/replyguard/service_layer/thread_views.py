@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
-from replyguard.domain.campaign_spec import CampaignSpecError, parse_campaign
-from replyguard.domain.drafts import Draft, reply_subject, template_draft
+from replyguard.domain.campaign_spec import draft_templates
+from replyguard.domain.drafts import Draft, builtin_draft, reply_subject, template_draft
 from replyguard.domain.intent import LABELS, Intent
 from replyguard.domain.states import StepState, ThreadState
 from replyguard.service_layer.decision_base import get_thread
@@ -122,7 +122,8 @@ def thread_detail(uow: UnitOfWork, thread_id: int, settings: Settings) -> dict[s
         "model_intent": thread.model_intent,
         "conversation": conversation(uow, thread),
         "unknown_steps": unknown_steps(uow, thread.lead_id),
-        "draft": {"subject": draft.subject, "body": draft.body, "source": draft.source},
+        "draft": {"subject": draft.subject, "body": draft.body, "source": draft.source}
+        | ({"note": draft.note} if draft.note else {}),
         "sent_by_people": person_sends(uow, thread.id),
         "decisions": decisions(uow, thread),
     }
@@ -156,17 +157,27 @@ def draft_for(uow: UnitOfWork, thread: m.RescueThread, context: ThreadContext) -
         "referral_address": (result.referral_address if result else None) or "",
         "date": result.date.strftime("%d %B") if result and result.date else "",
     }
-    return template_draft(result.intent if result else Intent.OTHER, values, campaign_drafts(uow, context))
+    intent = result.intent if result else Intent.OTHER
+    try:
+        return template_draft(intent, values, campaign_drafts(uow, context))
+    except Exception as exc:  # a thread must open whatever a template does
+        # template_draft already falls back on a template's own errors; this is the last line,
+        # for anything else (a campaign source that no longer reads, a bug): never a 500.
+        note = (
+            f"The campaign's draft could not be made ({exc.__class__.__name__}); the built-in draft is shown."
+        )
+        return builtin_draft(
+            intent, {k: v or "" for k, v in values.items()}, reply_subject(thread.subject), note=note
+        )
 
 
 def campaign_drafts(uow: UnitOfWork, context: ThreadContext) -> dict[str, str]:
+    """The campaign's `[campaign.drafts]` templates, read without validating the whole file again
+    (its steps were trial-rendered when it was created)."""
     if not context.campaign_ids:
         return {}
     source = uow.session.scalar(select(m.Campaign.source).where(m.Campaign.id == context.campaign_ids[0]))
-    try:
-        return dict(parse_campaign(source or "").drafts)
-    except CampaignSpecError:
-        return {}
+    return draft_templates(source or "")
 
 
 def conversation(uow: UnitOfWork, thread: m.RescueThread) -> list[dict[str, Any]]:

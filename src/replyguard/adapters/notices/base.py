@@ -3,10 +3,20 @@
 Every channel is at-least-once: a delivery whose success was not recorded (a crash, a lost
 answer) is tried again with the same `uid`, which each channel passes on (webhook-id,
 Message-ID, the Slack text) so that the receiver can drop the second copy.
+
+Outside text never speaks in our channels. A notice carries words we did not write — a
+prospect's reply and subject, names and companies from a lead file — and each channel gets
+them escaped for what it interprets (issue 21, item 5): a Slack-compatible webhook gets mrkdwn
+with `&`, `<` and `>` escaped (so `<!channel>` or `<https://evil.test|Open thread>` is shown,
+not obeyed) and `@` at the start of a word kept from becoming a mention (Mattermost and
+Rocket.Chat read `@channel` and `@all` in webhook text); an email notice is text/plain with
+control characters and bidirectional overrides removed (`as_text`); the signed webhook carries
+everything as JSON strings, data for a program.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -33,6 +43,32 @@ class NoticeChannel(Protocol):
     def deliver(self, notice: NoticeMessage, now: datetime) -> ChannelResult:
         """Deliver once. Never raises for delivery problems: they are a failed ChannelResult."""
         ...
+
+
+# C0 and C1 controls but tab and newline (a terminal's escape sequences, a carriage return that
+# overwrites a line), and the bidirectional marks, embeddings, overrides and isolates that make
+# text read in another order than it is written.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_MENTION = re.compile(r"(?<![\w.+-])@(?=\w)")
+_WORD_JOINER = "\u2060"
+_CUT_ENTITY = re.compile(r"&[a-z]*$")
+
+
+def as_text(text: str) -> str:
+    """Text to be read as text: without control characters and bidirectional overrides."""
+    return _CONTROLS.sub("", text)
+
+
+def for_slack(text: str) -> str:
+    """Text for a Slack-compatible mrkdwn field: shown as written, never a link, a mention or a
+    channel-wide ping. `&`, `<`, `>` escaped as Slack documents; `@word` kept from mentioning."""
+    escaped = as_text(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MENTION.sub("@" + _WORD_JOINER, escaped)
+
+
+def cut_escaped(text: str, limit: int) -> str:
+    """At most `limit` characters of escaped text, never ending inside an entity (`&am`)."""
+    return text if len(text) <= limit else _CUT_ENTITY.sub("", text[:limit])
 
 
 def headline(payload: dict[str, Any]) -> str:

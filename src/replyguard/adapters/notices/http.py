@@ -11,7 +11,14 @@ from datetime import datetime
 import httpx
 from standardwebhooks.webhooks import Webhook
 
-from replyguard.adapters.notices.base import ChannelResult, NoticeMessage, headline, summary_text
+from replyguard.adapters.notices.base import (
+    ChannelResult,
+    NoticeMessage,
+    cut_escaped,
+    for_slack,
+    headline,
+    summary_text,
+)
 from replyguard.domain.clock import Clock, SystemClock
 
 
@@ -75,7 +82,9 @@ class WebhookChannel:
 
 
 class SlackChannel:
-    """A Slack (or Mattermost, Rocket.Chat...) incoming webhook: text plus a link button."""
+    """A Slack (or Mattermost, Rocket.Chat...) incoming webhook: text plus a link button. Every
+    text is escaped for mrkdwn (`for_slack`): the words of a reply or a lead file are shown,
+    never obeyed. The button's URL is ours (the thread's page)."""
 
     name = "slack"
 
@@ -85,11 +94,11 @@ class SlackChannel:
 
     def deliver(self, notice: NoticeMessage, now: datetime) -> ChannelResult:
         thread = notice.payload.get("thread") or {}
-        text = summary_text(notice.payload)
+        text = cut_escaped(for_slack(summary_text(notice.payload)), 2900)
         body = {
-            "text": f"{headline(notice.payload)} ({notice.uid})",
+            "text": cut_escaped(f"{for_slack(headline(notice.payload))} ({notice.uid})", 2900),
             "blocks": [
-                {"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]}},
+                {"type": "section", "text": {"type": "mrkdwn", "text": text}},
                 {"type": "context", "elements": [{"type": "mrkdwn", "text": f"notice {notice.uid}"}]},
                 {
                     "type": "actions",

@@ -45,13 +45,15 @@ def campaign_create(ctx: typer.Context, file: CampaignFile, as_json: AsJson = Fa
 
     from replyguard.domain.campaign_spec import CampaignSpecError
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.campaigns import create_campaign
+    from replyguard.service_layer.campaigns import check_campaign_file, create_campaign
 
     source = read_text(file)
     instance = open_app(ctx)
     try:
+        # Every template is trial-rendered here, with no transaction open (issue 21).
+        checked = check_campaign_file(lambda: instance.scoped.read(instance.workspace_id), source)
         with instance.uow() as uow:
-            result = create_campaign(uow, source)
+            result = create_campaign(uow, checked)
             uow.commit()
     except CampaignSpecError as exc:
         fail(f"{file}: {exc}", code=2)
@@ -88,13 +90,14 @@ def campaign_update(
     from replyguard.domain.campaign_spec import CampaignSpecError
     from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app, out
     from replyguard.service_layer.campaign_changes import apply_update, plan_update
+    from replyguard.service_layer.campaigns import check_campaign_file
 
     # With --json, stdout holds the JSON alone: what a person reads goes to stderr.
     shown = err if as_json else out
-    source = read_text(file)
     instance = open_app(ctx)
     try:
-        with instance.uow() as uow:
+        source = check_campaign_file(lambda: instance.scoped.read(instance.workspace_id), read_text(file))
+        with instance.scoped.read(instance.workspace_id) as uow:
             plan = plan_update(uow, source)
         if not plan.changes:
             if as_json:

@@ -142,6 +142,8 @@ def threads_show(ctx: typer.Context, thread_id: ThreadId, as_json: ShowJson = Fa
         f"only you can send it: threads send {detail['id']})",
         markup=True,
     )
+    if draft.get("note"):
+        out.print(f"Note: {draft['note']}", highlight=False, markup=False)
     out.print(f"Subject: {draft['subject']}\n{draft['body']}", highlight=False)
 
 

@@ -15,13 +15,23 @@ from replyguard.entrypoints.web.params import ObjectId, PageNumber, PerPage
 from replyguard.entrypoints.web.security import Caller, Guards
 from replyguard.service_layer.approvals import approve_in_campaign
 from replyguard.service_layer.bulk import enroll_in_chunks
-from replyguard.service_layer.campaigns import create_campaign
+from replyguard.service_layer.campaigns import CampaignCreated, check_campaign_file, create_campaign
 from replyguard.service_layer.queries import campaigns as q
 from replyguard.service_layer.queries.charts import first_action, reply_activity
 
 QueueState = Literal[
     "scheduled", "awaiting_approval", "held", "sending", "sent", "cancelled", "failed", "unknown"
 ]
+
+
+def _create(ctx: WebContext, workspace_id: int, source: str) -> CampaignCreated:
+    # Every template is trial-rendered first, with no transaction open (issue 21).
+    with ctx.trial_renders:
+        checked = check_campaign_file(lambda: ctx.scoped.read(workspace_id), source)
+    with ctx.scoped.write(workspace_id) as uow:
+        created = create_campaign(uow, checked)
+        uow.commit()
+    return created
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
@@ -40,9 +50,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     def create_campaign_from_toml(caller: Creator, body: s.CampaignSource) -> object:
         """Create a campaign from its TOML file. An identical file again changes nothing."""
         try:
-            with ctx.scoped.write(caller.workspace_id) as uow:
-                created = create_campaign(uow, body.toml)
-                uow.commit()
+            created = _create(ctx, caller.workspace_id, body.toml)
         except CampaignSpecError as exc:
             raise HTTPException(422, str(exc)) from None
         return created

@@ -361,6 +361,10 @@ class Draft(BaseModel):
     subject: str
     body: str
     source: str = Field(description="template, campaign or model")
+    note: str = Field(
+        "",
+        description="set when the campaign's draft template failed: why; the built-in draft is shown",
+    )
 
 
 class PersonSendRow(BaseModel):

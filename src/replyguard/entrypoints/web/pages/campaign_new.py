@@ -21,7 +21,7 @@ from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.products import BadProduct, picked_product
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
 from replyguard.entrypoints.web.uploads import read_upload
-from replyguard.service_layer.campaigns import create_campaign
+from replyguard.service_layer.campaigns import check_campaign_file, create_campaign
 from replyguard.service_layer.queries.products import product_names
 
 FORM_STEPS = 5
@@ -63,8 +63,11 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
 
     def create(request: Request, who: Viewer, source: str, **again: Any) -> Response:
         try:
+            # Every template is trial-rendered here, with no transaction open (issue 21).
+            with ctx.trial_renders:
+                checked = check_campaign_file(lambda: ctx.scoped.read(who.workspace_id), source)
             with ctx.scoped.write(who.workspace_id) as uow:
-                created = create_campaign(uow, source)
+                created = create_campaign(uow, checked)
                 uow.commit()
         except CampaignSpecError as exc:
             return render_new(request, who, error=str(exc), source=source, status=400, **again)
