@@ -17,6 +17,7 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.adapters.secret_box import new_key
 from replyguard.bootstrap import App
+from replyguard.domain.addresses import base_address
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.leads_csv import read_leads
 from replyguard.service_layer.campaigns import create_campaign
@@ -95,7 +96,9 @@ def test_each_mailbox_sends_through_its_own_server_as_itself(
         assert sorted(r for msg in got for r in msg.rcpt_tos) == sorted(leads[address])
         for msg in got:
             assert msg.authenticated and msg.tls
-            assert msg.mail_from == address
+            # The envelope sender is the mailbox's own signed return path (VERP): its bounces
+            # come back bound to the send.
+            assert base_address(msg.mail_from) == address and "+bounces-" in msg.mail_from
             assert parseaddr(str(msg.message()["From"]))[1] == address
             assert msg.message_id is not None and msg.message_id.endswith(f"@{domain}>")
         # Logged in as itself: each server knows only its own mailbox's password.
