@@ -31,8 +31,10 @@ def test_threads_list_show_send_resolve_and_notify(ws: Workspace, tmp_path: Path
     assert ws.json("threads", "list", "--product", "Northwind Forecasting", now=now) == []
     body = tmp_path / "answer.txt"
     body.write_text("Hi Priya,\n\n40 EUR a seat.\n\nDana\n", encoding="utf-8")
-    sent = ws.ok("threads", "send", str(thread["id"]), "--body-file", str(body), "--by", "dana", now=now)
-    again = ws.ok("threads", "send", str(thread["id"]), "--body-file", str(body), "--by", "dana", now=now)
+    seen = str(detail["version"])
+    answer = ("threads", "send", str(thread["id"]), "--body-file", str(body), "--seen", seen, "--by", "dana")
+    sent = ws.ok(*answer, now=now)
+    again = ws.ok(*answer, now=now)
     assert "sent to priya@fernhollow.test" in sent and "nothing sent again" in again
     answers = [m for m in ws.emails() if "40 EUR" in m.get_content()]
     assert len(answers) == 1 and answers[0]["Subject"].startswith("Re: ")
@@ -41,7 +43,10 @@ def test_threads_list_show_send_resolve_and_notify(ws: Workspace, tmp_path: Path
     assert notified["delivered"] == 1
     owner_mail = [m for m in ws.emails() if m["Subject"].startswith("[replyguard]")]
     assert len(owner_mail) == 1 and f"/threads/{thread['id']}" in owner_mail[0].get_content()
-    resumed = ws.ok("threads", "resolve", str(thread["id"]), "--action", "resume", "--by", "dana", now=now)
+    seen = str(ws.json("threads", "show", str(thread["id"]), now=now)["version"])
+    resumed = ws.ok(
+        "threads", "resolve", str(thread["id"]), "--action", "resume", "--seen", seen, "--by", "dana", now=now
+    )
     assert "resumed; next: step 2" in resumed
     ws.ok("threads", "done", str(thread["id"]), now=now)
     assert ws.json("threads", "list", now=now) == []

@@ -28,6 +28,14 @@ _FORMS: dict[str, ActionForm] = {
         "The remaining emails are re-planned from now, inside the send window, keeping their waits.",
         "primary",
     ),
+    "restart": ActionForm(
+        "restart",
+        "Restart the sequence",
+        "A person stopped this lead: its remaining emails are planned again from now. Only if "
+        "they asked for it.",
+        "danger",
+        confirm="This lead was stopped. Send its sequence again?",
+    ),
     "stop": ActionForm(
         "stop",
         "Stop",
@@ -148,6 +156,7 @@ def decision_request(
     to: str | None = None,
     lead: str | None = None,
     step_id: int | str | None = None,
+    seen: int | None = None,
 ) -> Request:
     """A `decisions.Request` from what a form or an API body carried, checked at the edge.
 
@@ -180,6 +189,7 @@ def decision_request(
         to=(to or "").strip()[:320] or None,
         lead=(lead or "").strip()[:320] or None,
         step_id=step,
+        seen=seen,
     )
 
 

@@ -70,6 +70,7 @@ class ThreadPage:
     mailbox_paused: str | None  # the reason, when the thread's mailbox is paused
     history: list[HistoryEntry]
     resume_plan: list[PlannedStep]  # what `resume` would send, and when
+    presence: list[dict[str, Any]] = field(default_factory=list)  # who else is on it, fresh marks
 
 
 def thread_page(uow: UnitOfWork, thread_id: int, settings: Settings) -> ThreadPage:
@@ -85,7 +86,9 @@ def thread_page(uow: UnitOfWork, thread_id: int, settings: Settings) -> ThreadPa
         step=_step(uow, thread.step_id),
         mailbox_paused=_mailbox_paused(uow, thread.mailbox_id),
         history=history(uow, thread),
-        resume_plan=resume_plan(uow, thread.lead_id) if "resume" in detail["actions"] else [],
+        resume_plan=resume_plan(uow, thread.lead_id)
+        if {"resume", "restart"} & set(detail["actions"])
+        else [],
     )
 
 
@@ -233,3 +236,7 @@ def resume_plan(uow: UnitOfWork, lead_id: int) -> list[PlannedStep]:
         for (step, _, _, state), due in zip(chosen, dues, strict=True):
             planned.append(PlannedStep(campaign.name, step.position, step.subject, due, str(state)))
     return planned
+
+
+def _may_send(actions: list[str]) -> bool:
+    return "resume" in actions or "restart" in actions

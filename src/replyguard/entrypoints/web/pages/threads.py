@@ -16,7 +16,7 @@ from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.sanitize import message_csp, sanitize_email_html
 from replyguard.entrypoints.web.security import Guards, Viewer
 from replyguard.entrypoints.web.thread_actions import BadDecision, decision_request, forms_for
-from replyguard.service_layer.decisions import DecisionError, ThreadNotFound, decide
+from replyguard.service_layer.decisions import DecisionError, ThreadNotFound, VersionChanged, decide
 from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
 from replyguard.service_layer.queries import NotFound
 from replyguard.service_layer.queries import threads as tq
@@ -80,7 +80,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             if received and received.html.strip()
             else None
         )
-        context = {"error": "", "decided": False, "sent": None, "again": False, **extra}
+        context = {"error": "", "changed": [], "decided": False, "sent": None, "again": False, **extra}
         context.update(
             viewer=who,
             active="inbox",
@@ -113,8 +113,13 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         to: Annotated[str, Form(max_length=320)] = "",
         lead: Annotated[str, Form(max_length=320)] = "",
         step_id: Annotated[str, Form(max_length=20)] = "",
+        seen: Annotated[str, Form(max_length=12)] = "",
     ) -> Response:
         try:
+            if not seen.isdigit():
+                raise BadDecision(
+                    "this page is from before the thread had versions: reload it and decide again"
+                )
             decision = decision_request(
                 action,
                 who.email,
@@ -124,12 +129,15 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
                 to=to,
                 lead=lead,
                 step_id=step_id,
+                seen=int(seen),
             )
             with ctx.scoped.write(who.workspace_id) as uow:
                 result = decide(uow, thread_id, decision, settings)
                 uow.commit()
         except ThreadNotFound:
             raise NotFound(f"no thread {thread_id}") from None
+        except VersionChanged as exc:
+            return render_thread(request, who, thread_id, status=409, error=str(exc), changed=exc.changes)
         except (BadDecision, DecisionError, LookupError) as exc:
             return render_thread(request, who, thread_id, status=409, error=str(exc))
         target = result.new_thread_id or thread_id
@@ -142,13 +150,28 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         thread_id: ObjectId,
         body: Annotated[str, Form(max_length=100_000)] = "",
         subject: Annotated[str, Form(max_length=998)] = "",
+        seen: Annotated[str, Form(max_length=12)] = "",
+        another: Annotated[str, Form(max_length=5)] = "",
     ) -> Response:
-        """The Send button: the person's explicit action, the only way a draft leaves."""
-        answer = PersonReply(thread_id, body, by=who.email, subject=subject.strip() or None)
+        """The Send button: the person's explicit action, the only way a draft leaves. Sent
+        only on the version the page showed, the body as the person left it."""
+        if not seen.isdigit():
+            error = "this page is from before the thread had versions: reload it and answer again"
+            return render_thread(request, who, thread_id, status=409, error=error)
+        answer = PersonReply(
+            thread_id,
+            body,
+            by=who.email,
+            subject=subject.strip() or None,
+            seen=int(seen),
+            another=another == "1",
+        )
         try:
             result = send_reply(ctx.app_for(who.workspace_id), answer)
         except ThreadNotFound:
             raise NotFound(f"no thread {thread_id}") from None
+        except VersionChanged as exc:
+            return render_thread(request, who, thread_id, status=409, error=str(exc), changed=exc.changes)
         except SendRefused as exc:
             return render_thread(request, who, thread_id, status=409, error=str(exc))
         if result.state not in ("sent", "sending") and not result.duplicate:
