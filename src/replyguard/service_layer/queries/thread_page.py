@@ -15,6 +15,7 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.domain.schedule import Wait, load_zone, replan
 from replyguard.domain.states import StepState, revivable
+from replyguard.service_layer import presence
 from replyguard.service_layer.decision_base import ThreadNotFound
 from replyguard.service_layer.enrollment import campaign_window
 from replyguard.service_layer.queries import NotFound
@@ -73,7 +74,7 @@ class ThreadPage:
     presence: list[dict[str, Any]] = field(default_factory=list)  # who else is on it, fresh marks
 
 
-def thread_page(uow: UnitOfWork, thread_id: int, settings: Settings) -> ThreadPage:
+def thread_page(uow: UnitOfWork, thread_id: int, settings: Settings, viewer: str | None = None) -> ThreadPage:
     try:
         detail = thread_detail(uow, thread_id, settings)
     except ThreadNotFound:
@@ -86,9 +87,8 @@ def thread_page(uow: UnitOfWork, thread_id: int, settings: Settings) -> ThreadPa
         step=_step(uow, thread.step_id),
         mailbox_paused=_mailbox_paused(uow, thread.mailbox_id),
         history=history(uow, thread),
-        resume_plan=resume_plan(uow, thread.lead_id)
-        if {"resume", "restart"} & set(detail["actions"])
-        else [],
+        resume_plan=resume_plan(uow, thread.lead_id) if _may_send(detail["actions"]) else [],
+        presence=presence.others(uow, thread.id, viewer),
     )
 
 

@@ -17,6 +17,7 @@ from replyguard.entrypoints.web.pages import (
     leads,
     mailboxes,
     reports,
+    thread_presence,
     threads,
     tokens,
     users,
@@ -28,6 +29,7 @@ def routers(ctx: WebContext, guards: Guards) -> list[APIRouter]:
     protected = APIRouter(dependencies=[Depends(guards.csrf)], include_in_schema=False)
     modules = (
         threads,
+        thread_presence,
         campaign_new,
         campaigns,
         leads,

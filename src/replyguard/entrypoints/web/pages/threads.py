@@ -16,13 +16,28 @@ from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.sanitize import message_csp, sanitize_email_html
 from replyguard.entrypoints.web.security import Guards, Viewer
 from replyguard.entrypoints.web.thread_actions import BadDecision, decision_request, forms_for
-from replyguard.service_layer.decisions import DecisionError, ThreadNotFound, VersionChanged, decide
+from replyguard.service_layer import presence
+from replyguard.service_layer.decisions import (
+    DecisionError,
+    ThreadNotFound,
+    VersionChanged,
+    decide,
+)
 from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
 from replyguard.service_layer.queries import NotFound
 from replyguard.service_layer.queries import threads as tq
 from replyguard.service_layer.queries.thread_page import thread_page
 
 _TEXT = 200  # longest filter value read from a URL
+#: What a thread page shows when nothing was just done on it.
+BLANK: dict[str, Any] = {
+    "error": "",
+    "changed": [],
+    "kept": "",
+    "decided": False,
+    "sent": None,
+    "again": False,
+}
 
 
 def inbox_filter(
@@ -73,14 +88,15 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     ) -> Response:
         images = request.query_params.get("images") == "1"
         with ctx.scoped.read(who.workspace_id) as uow:
-            view = thread_page(uow, thread_id, settings)
+            view = thread_page(uow, thread_id, settings, viewer=who.email)
+        mark_viewing(ctx, who, thread_id)  # after the read: the thread is this workspace's
         received = view.received
         safe = (
             sanitize_email_html(received.html, remote_images=images)
             if received and received.html.strip()
             else None
         )
-        context = {"error": "", "changed": [], "decided": False, "sent": None, "again": False, **extra}
+        context = {**BLANK, **extra}
         context.update(
             viewer=who,
             active="inbox",
@@ -116,10 +132,6 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         seen: Annotated[str, Form(max_length=12)] = "",
     ) -> Response:
         try:
-            if not seen.isdigit():
-                raise BadDecision(
-                    "this page is from before the thread had versions: reload it and decide again"
-                )
             decision = decision_request(
                 action,
                 who.email,
@@ -129,17 +141,16 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
                 to=to,
                 lead=lead,
                 step_id=step_id,
-                seen=int(seen),
+                seen=seen_of(seen),
             )
             with ctx.scoped.write(who.workspace_id) as uow:
                 result = decide(uow, thread_id, decision, settings)
                 uow.commit()
         except ThreadNotFound:
             raise NotFound(f"no thread {thread_id}") from None
-        except VersionChanged as exc:
-            return render_thread(request, who, thread_id, status=409, error=str(exc), changed=exc.changes)
-        except (BadDecision, DecisionError, LookupError) as exc:
-            return render_thread(request, who, thread_id, status=409, error=str(exc))
+        except (BadDecision, DecisionError, LookupError, VersionChanged) as exc:
+            changed = exc.changes if isinstance(exc, VersionChanged) else []
+            return render_thread(request, who, thread_id, status=409, error=str(exc), changed=changed)
         target = result.new_thread_id or thread_id
         return RedirectResponse(f"/threads/{target}?decided=1#history", status_code=303)
 
@@ -155,25 +166,26 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     ) -> Response:
         """The Send button: the person's explicit action, the only way a draft leaves. Sent
         only on the version the page showed, the body as the person left it."""
-        if not seen.isdigit():
-            error = "this page is from before the thread had versions: reload it and answer again"
-            return render_thread(request, who, thread_id, status=409, error=error)
-        answer = PersonReply(
-            thread_id,
-            body,
-            by=who.email,
-            subject=subject.strip() or None,
-            seen=int(seen),
-            another=another == "1",
-        )
         try:
+            answer = PersonReply(
+                thread_id,
+                body,
+                who.email,
+                subject.strip() or None,
+                seen=seen_of(seen),
+                another=another == "1",
+            )
             result = send_reply(ctx.app_for(who.workspace_id), answer)
         except ThreadNotFound:
             raise NotFound(f"no thread {thread_id}") from None
-        except VersionChanged as exc:
-            return render_thread(request, who, thread_id, status=409, error=str(exc), changed=exc.changes)
-        except SendRefused as exc:
-            return render_thread(request, who, thread_id, status=409, error=str(exc))
+        except (BadDecision, SendRefused, VersionChanged) as exc:
+            changed = exc.changes if isinstance(exc, VersionChanged) else []
+            # Their text stays in the form: what they wrote is never replaced by a new draft.
+            return render_thread(
+                request, who, thread_id, status=409, error=str(exc), changed=changed, kept=body
+            )
+        finally:
+            leave(ctx, who, thread_id)
         if result.state not in ("sent", "sending") and not result.duplicate:
             # The transport refused it or its outcome is unknown: the person reads why here;
             # a refused answer may be sent again, an unknown one is never resent by itself.
@@ -183,3 +195,23 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return RedirectResponse(f"/threads/{thread_id}?sent={result.send_id}{again}#answers", status_code=303)
 
     return routes
+
+
+def leave(ctx: WebContext, who: Viewer, thread_id: int) -> None:
+    """The person's answer went (or was refused): they are no longer answering."""
+    with ctx.scoped.write(who.workspace_id) as uow:
+        presence.leave(uow, thread_id, who.email)
+        uow.commit()
+
+
+def seen_of(seen: str) -> int:
+    """The version the page showed (its hidden field)."""
+    if not seen.isdigit() or len(seen) > 12:
+        raise BadDecision("this page is older than the thread's versions: reload it and act again")
+    return int(seen)
+
+
+def mark_viewing(ctx: WebContext, who: Viewer, thread_id: int) -> None:
+    with ctx.scoped.write(who.workspace_id) as uow:
+        presence.mark(uow, thread_id, who.email, "viewing")
+        uow.commit()
