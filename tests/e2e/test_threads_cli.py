@@ -53,3 +53,65 @@ def test_threads_list_show_send_resolve_and_notify(ws: Workspace, tmp_path: Path
     assert "unknown action" in ws.fails(
         "threads", "resolve", str(thread["id"]), "--action", "fly", code=2, now=now
     )
+
+
+def test_decisions_and_answers_name_the_version_seen(ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
+    """Issue 20: `threads show` prints the version; a decision or an answer that lets email go
+    out needs it (no terminal: refused); a stale one is refused with what changed, exit 1."""
+    ws.tick("2026-12-07T06:00:00Z", "2026-12-08T06:00:00Z")
+    now = "2026-12-08T15:00:00Z"
+    record = ("reply", "record", "--lead", PRIYA, "--product", PRODUCT, "--text")
+    ws.ok(*record, "Send me pricing next week, please.", now=now)
+    [thread] = ws.json("threads", "list", now=now)
+    tid = str(thread["id"])
+    seen = ws.json("threads", "show", tid, now=now)
+    assert f"Version: {seen['version']}" in ws.ok("threads", "show", tid, now=now)
+    assert "--seen" in ws.fails("threads", "resolve", tid, "--action", "resume", code=1, now=now)
+    assert "--seen" in ws.fails("threads", "send", tid, code=1, now=now)
+    assert "probable" in ws.fails("threads", "resolve", tid, "--action", "confirm", code=1, now=now)
+
+    # A second reply the person never saw: the resume and the answer on the version before it
+    # are refused with what it said; nothing goes out, the lead stays replied.
+    ws.ok(*record, "We signed with a competitor; do not follow up.", now=now)
+    stale = ("--seen", str(seen["version"]))
+    refused = ws.fails("threads", "resolve", tid, "--action", "resume", *stale, code=1, now=now)
+    assert "changed since you saw it" in refused and "do not follow up" in refused
+    refused = ws.fails("threads", "send", tid, *stale, code=1, now=now)
+    assert "changed since you saw it" in refused
+    assert ws.lead(PRIYA)["lead"]["reply_state"] == "replied"
+    assert not [m for m in ws.emails() if m["Subject"].startswith("Re: ") and "Priya" in m.get_content()]
+
+    # On the version they see now: the draft of that version goes out, once; the thread then
+    # waits on them, and a second answer to the same version is refused with who answered.
+    now_seen = ws.json("threads", "show", tid, now=now)
+    current = ("--seen", str(now_seen["version"]))
+    ws.ok("threads", "send", tid, *current, "--by", "ana", now=now)
+    [answer] = [m for m in ws.emails() if m["Subject"].startswith("Re: ")]
+    assert answer.get_content().replace("\r\n", "\n").strip() == now_seen["draft"]["body"].strip()
+    after = ws.json("threads", "show", tid, now=now)
+    assert after["waiting_on_them"] and "send_reply" not in after["actions"]
+    body = tmp_path / "second.txt"
+    body.write_text("Also: the invoice.\n", encoding="utf-8")
+    second = ws.fails("threads", "send", tid, *current, "--body-file", str(body), code=1, now=now)
+    assert "ana answered at 15:00" in second
+    ws.ok(
+        "threads",
+        "send",
+        tid,
+        "--seen",
+        str(after["version"]),
+        "--body-file",
+        str(body),
+        "--another",
+        now=now,
+    )
+    assert len([m for m in ws.emails() if m["Subject"].startswith("Re: ")]) == 2
+
+    # A stop, then a resume: refused, it is a restart, confirmed with --yes.
+    latest = ("--seen", str(ws.json("threads", "show", tid, now=now)["version"]))
+    ws.ok("threads", "resolve", tid, "--action", "stop", *latest, now=now)
+    latest = ("--seen", str(ws.json("threads", "show", tid, now=now)["version"]))
+    assert "restart" in ws.fails("threads", "resolve", tid, "--action", "resume", *latest, code=1, now=now)
+    assert "--yes" in ws.fails("threads", "resolve", tid, "--action", "restart", *latest, code=1, now=now)
+    restarted = ws.ok("threads", "resolve", tid, "--action", "restart", "--yes", *latest, now=now)
+    assert "restarted" in restarted and ws.lead(PRIYA)["lead"]["reply_state"] == "active"
