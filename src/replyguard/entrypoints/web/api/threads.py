@@ -3,6 +3,7 @@ answer (`send`: sent only on this explicit request, once per idempotency key).""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Response
@@ -16,7 +17,13 @@ from replyguard.entrypoints.web.params import ObjectId, PageNumber, PerPage
 from replyguard.entrypoints.web.sanitize import sanitize_email_html
 from replyguard.entrypoints.web.security import Caller, Guards
 from replyguard.entrypoints.web.thread_actions import BadDecision, decision_request
-from replyguard.service_layer.decisions import DecisionError, ThreadNotFound, VersionChanged, decide
+from replyguard.service_layer.decisions import (
+    DecisionError,
+    ThreadNotFound,
+    VersionChanged,
+    decide,
+    get_thread,
+)
 from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
 from replyguard.service_layer.queries import NotFound
 from replyguard.service_layer.queries import threads as tq
@@ -70,7 +77,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return detail_of(view)
 
     def apply(caller: Caller, thread_id: int, body: s.Decision, if_match: str | None = None) -> s.DecisionOut:
-        seen = decision_seen(body, if_match)
+        seen = decision_seen(body, if_match, lambda: exists(ctx, caller, thread_id))
         try:
             decision = decision_request(
                 body.action,
@@ -135,7 +142,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         version) sends nothing and says `duplicate`. Never resumes the sequence. Sent only on
         the version seen (If-Match or `version`, 428 without): 409 with what changed since, or
         with who answered this version already (unless `another`)."""
-        answer = answer_of(caller, thread_id, body, if_match)
+        answer = answer_of(caller, thread_id, body, if_match, lambda: exists(ctx, caller, thread_id))
         try:
             result = send_reply(ctx.app_for(caller.workspace_id), answer)
         except ThreadNotFound:
@@ -171,9 +178,21 @@ def seen_version(version: int | None, if_match: str | None) -> int | None:
     return int(tag)
 
 
-def answer_of(caller: Caller, thread_id: int, body: s.Answer, if_match: str | None) -> PersonReply:
+def exists(ctx: WebContext, caller: Caller, thread_id: int) -> None:
+    """404 for a thread that is not this workspace's, before any other answer about it."""
+    with ctx.scoped.read(caller.workspace_id) as uow:
+        try:
+            get_thread(uow, thread_id)
+        except ThreadNotFound:
+            raise NotFound(f"no thread {thread_id}") from None
+
+
+def answer_of(
+    caller: Caller, thread_id: int, body: s.Answer, if_match: str | None, found: Callable[[], None]
+) -> PersonReply:
     seen = seen_version(body.version, if_match)
     if seen is None:
+        found()
         raise HTTPException(428, "an answer needs the version seen: If-Match or `version`")
     return PersonReply(
         thread_id,
@@ -186,9 +205,10 @@ def answer_of(caller: Caller, thread_id: int, body: s.Answer, if_match: str | No
     )
 
 
-def decision_seen(body: s.Decision, if_match: str | None) -> int | None:
+def decision_seen(body: s.Decision, if_match: str | None, found: Callable[[], None]) -> int | None:
     seen = seen_version(body.version, if_match)
     if seen is None and body.action.strip().replace("-", "_") in SENDS:
+        found()
         raise HTTPException(
             428, "a decision that lets email go out needs the version seen: If-Match or `version`"
         )
