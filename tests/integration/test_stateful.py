@@ -266,7 +266,12 @@ class SequenceMachine(RuleBasedStateMachine):
         thread_id, version, messages = self.seen[email]
         try:
             with self.app.uow() as uow:
-                decide(uow, thread_id, Request(action=action, by="rep", seen=version), self.app.settings)
+                decide(
+                    uow,
+                    thread_id,
+                    Request(action=action, by="rep", seen=version, confirmed=True),
+                    self.app.settings,
+                )
                 uow.commit()
         except (DecisionError, VersionChanged, ThreadNotFound):
             return

@@ -4,6 +4,8 @@ only the actions the thread offers are taken (409 with why)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.support.scenario import lead_state
 from tests.web.conftest import Site
 from tests.web.rescue import ADA, ATLAS, GRACE, live_workspace
@@ -67,3 +69,22 @@ def test_a_second_answer_to_the_same_version_is_409_unless_on_purpose(site: Site
             headers={"If-Match": now.headers["ETag"]},
         )
         assert another.status_code == 200, another.text
+
+
+def test_a_restart_is_confirmed_on_its_own(site: Site) -> None:
+    live = live_workspace(site.alpha.app)
+    live.reply(GRACE, "Not now, thanks.")
+    thread = live.thread_of(GRACE)
+    with api_client(site.base, site.alpha.token) as api:
+
+        def decide(body: dict[str, object]) -> Any:
+            etag = api.get(f"/api/v1/threads/{thread}").headers["ETag"]
+            return api.post(f"/api/v1/threads/{thread}/decisions", json=body, headers={"If-Match": etag})
+
+        assert decide({"action": "stop"}).status_code == 200
+        unconfirmed = decide({"action": "restart"})
+        assert unconfirmed.status_code == 409 and "confirm" in unconfirmed.json()["detail"]
+        assert lead_state(live.app, GRACE, ATLAS) == "stopped"
+        restarted = decide({"action": "restart", "confirm": True})
+        assert restarted.status_code == 200 and restarted.json()["message"].startswith("restarted")
+    assert lead_state(live.app, GRACE, ATLAS) == "active"

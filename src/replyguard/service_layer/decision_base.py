@@ -60,6 +60,8 @@ class Request:
     #: The thread's version the person saw (None: not given; the entry point decides whether
     #: that may be, see `domain/thread_actions.SENDS`).
     seen: int | None = None
+    #: A restart (sending again to a lead a person stopped) is confirmed on its own.
+    confirmed: bool = False
 
 
 def get_thread(uow: UnitOfWork, thread_id: int) -> m.RescueThread:

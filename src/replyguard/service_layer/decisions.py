@@ -116,6 +116,8 @@ def _resume(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Settings) ->
 def _restart(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Settings) -> DecisionResult:
     """Send again to a lead a person stopped: its own action (and its own confirmation at the
     entry points), never a plain resume."""
+    if not r.confirmed:
+        raise DecisionError("restart sends again to a lead a person stopped: confirm it (--yes)")
     lead = lead_of(uow, thread.lead_id)
     if lead.reply_state != ReplyState.STOPPED:
         raise DecisionError(f"restart is for a stopped lead; this one is {lead.reply_state}")

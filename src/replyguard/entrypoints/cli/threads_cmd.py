@@ -340,6 +340,7 @@ def threads_resolve(
         name,
         as_json,
         seen,
+        confirmed=name == "restart",  # asked above: --yes, or yes on the terminal
         by=_who(by),
         until=_date(until),
         lead=lead,

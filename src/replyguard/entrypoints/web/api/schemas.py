@@ -456,6 +456,7 @@ class Decision(BaseModel):
         description="The thread's version the person saw (or If-Match); required for a decision "
         "that lets email go out (resume, restart, send_again, resend_step, not_a_reply, reject)",
     )
+    confirm: bool = Field(default=False, description="restart: yes, send again to a lead a person stopped")
 
 
 class Assign(BaseModel):

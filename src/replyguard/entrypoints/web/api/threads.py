@@ -89,6 +89,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
                 lead=body.lead,
                 step_id=body.step_id,
                 seen=seen,
+                confirmed=body.confirm,
             )
             with ctx.scoped.write(caller.workspace_id) as uow:
                 result = decide(uow, thread_id, decision, settings)

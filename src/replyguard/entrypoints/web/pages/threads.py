@@ -130,6 +130,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         lead: Annotated[str, Form(max_length=320)] = "",
         step_id: Annotated[str, Form(max_length=20)] = "",
         seen: Annotated[str, Form(max_length=12)] = "",
+        confirm: Annotated[str, Form(max_length=5)] = "",
     ) -> Response:
         try:
             decision = decision_request(
@@ -142,6 +143,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
                 lead=lead,
                 step_id=step_id,
                 seen=seen_of(seen),
+                confirmed=confirm == "1",
             )
             with ctx.scoped.write(who.workspace_id) as uow:
                 result = decide(uow, thread_id, decision, settings)
