@@ -182,7 +182,8 @@ def thread_facts(
         thread_state=str(state),
         lead_state=ReplyState(context.lead_state),
         recommended=tuple(recommended),
-        waiting_on_them=waiting_on_them(session, thread.id),
+        # A thread not yet written has no answer to wait on (one query less in the reply tx).
+        waiting_on_them=thread.id is not None and waiting_on_them(session, thread.id),
         unknown_outcome=count_unknown_steps(session, thread.lead_id) > 0,
     )
 

@@ -92,8 +92,11 @@ def bump(
         return
     cond = where[0] if len(where) == 1 else where[0] | where[1]
     scope = (_T.c.workspace_id == workspace_id) & cond
-    db.execute(update(_T).where(scope).values(version=_T.c.version + 1))
-    rows = db.execute(select(_T.c.id, _T.c.version).where(scope)).all()
+    # One statement moves and reads the versions (UPDATE ... RETURNING: PostgreSQL, SQLite 3.35+):
+    # this runs in the reply transaction, where each round trip is latency.
+    rows = db.execute(
+        update(_T).where(scope).values(version=_T.c.version + 1).returning(_T.c.id, _T.c.version)
+    ).all()
     if not rows:
         return
     db.execute(
