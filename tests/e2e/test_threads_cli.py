@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.e2e.test_cli import CAMPAIGN, PRODUCT, Workspace, prepared, ws  # noqa: F401 - fixtures
@@ -115,3 +119,39 @@ def test_decisions_and_answers_name_the_version_seen(ws: Workspace, tmp_path: Pa
     assert "--yes" in ws.fails("threads", "resolve", tid, "--action", "restart", *latest, code=1, now=now)
     restarted = ws.ok("threads", "resolve", tid, "--action", "restart", "--yes", *latest, now=now)
     assert "restarted" in restarted and ws.lead(PRIYA)["lead"]["reply_state"] == "active"
+
+
+def on_a_terminal(ws: Workspace, answer: str, *args: str, now: str) -> tuple[int, str]:  # noqa: F811
+    """Run the command with a real terminal as its stdin (a pty), answering `answer`."""
+    leader, follower = pty.openpty()
+    command = [sys.executable, "-c", "from replyguard.entrypoints.cli.app import main; main()"]
+    proc = subprocess.Popen(
+        [*command, "--db", ws.db, "--now", now, *args],
+        env=ws.env(),
+        cwd=ws.root,
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    os.close(follower)
+    os.write(leader, f"{answer}\n".encode())
+    out, _ = proc.communicate(timeout=120)
+    os.close(leader)
+    return proc.returncode, out
+
+
+def test_on_a_terminal_the_newest_message_is_shown_and_asked(ws: Workspace) -> None:  # noqa: F811
+    ws.tick("2026-12-07T06:00:00Z", "2026-12-08T06:00:00Z")
+    now = "2026-12-08T15:00:00Z"
+    record = ("reply", "record", "--lead", PRIYA, "--product", PRODUCT, "--text")
+    ws.ok(*record, "Send me pricing next week, please.", now=now)
+    ws.ok(*record, "Actually, we chose another vendor.", now=now)
+    [thread] = ws.json("threads", "list", now=now)
+    resume = ("threads", "resolve", str(thread["id"]), "--action", "resume", "--by", "dana")
+    code, out = on_a_terminal(ws, "n", *resume, now=now)
+    assert code == 1 and "we chose another vendor" in out and "nothing was done" in out, out
+    assert ws.lead(PRIYA)["lead"]["reply_state"] == "replied"
+    code, out = on_a_terminal(ws, "y", *resume, now=now)
+    assert code == 0 and "we chose another vendor" in out and "resumed" in out, out
+    assert ws.lead(PRIYA)["lead"]["reply_state"] == "active"
