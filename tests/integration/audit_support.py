@@ -75,6 +75,10 @@ def _rows(conn: Connection, table: Table, leads: set[int], contacts: set[int]) -
     query = select(table).order_by(*table.primary_key.columns)
     if "lead_id" in table.c:
         query = query.where(table.c.lead_id.is_(None) | table.c.lead_id.not_in(leads or {0}))
+    if "thread_id" in table.c and "lead_id" not in table.c:  # a thread's version log, presence
+        threads = m.RescueThread.__table__
+        canary_threads = select(threads.c.id).where(threads.c.lead_id.in_(leads or {0}))
+        query = query.where(table.c.thread_id.not_in(canary_threads))
     if "contact_id" in table.c:
         query = query.where(table.c.contact_id.not_in(contacts or {0}))
     if table.name == "contacts":

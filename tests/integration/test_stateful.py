@@ -1,7 +1,9 @@
 """A hypothesis state machine over the reply states and the step lifecycle, on both databases.
 
 Rules: time passes, workers claim and send, workers crash at any named failpoint, claims
-expire and are recovered, replies of every kind arrive, a person approves steps; the server
+expire and are recovered, replies of every kind arrive, a person approves steps; people read
+a thread and later decide (resume, restart, stop) or answer on the version they read, however
+stale it is by then (issue 20: taken only if they had seen every message of the lead); the server
 refuses (for good, for now, an unknown user, a full mailbox, our own mailbox) or loses the
 answer; a person resends or skips a failed step, resumes a held lead or a paused mailbox,
 and changes the campaign. After every rule the invariants below are checked against the
@@ -32,8 +34,12 @@ from replyguard.domain.smtp_answers import Blame
 from replyguard.domain.states import OPEN, IllegalTransition, ReplyKind, ReplyState
 from replyguard.service_layer.actions import approve_steps, set_lead_state
 from replyguard.service_layer.campaign_changes import apply_update
+from replyguard.service_layer.decisions import DecisionError, Request, ThreadNotFound, VersionChanged, decide
+from replyguard.service_layer.leads import find_lead
 from replyguard.service_layer.mailboxes import resume_mailbox
+from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
 from replyguard.service_layer.step_decisions import DecisionRefused, resend_step, skip_step
+from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.worker import Worker, WorkerReport
 from tests.conftest import START, build_app
 from tests.support.failpoints import NAMES, InjectedCrash, crash
@@ -141,6 +147,7 @@ class SequenceMachine(RuleBasedStateMachine):
         self.cap = 5
         self.sends_checked = 0
         self.mailbox_paused = False
+        self.seen: dict[str, tuple[int, int, int]] = {}  # email: (thread, version, messages)
 
     def teardown(self) -> None:
         if hasattr(self, "app"):
@@ -227,6 +234,85 @@ class SequenceMachine(RuleBasedStateMachine):
             return
         self.log.append(("resumed", LEADS[index]))  # a person's decision lifts the stop
         self.paused.pop(LEADS[index], None)
+
+    @rule(index=st.integers(0, len(LEADS) - 1))
+    def person_looks_at_the_thread(self, index: int) -> None:
+        """A person reads the lead's open thread: the version they saw, and how many of the
+        lead's messages it held."""
+        with self.app.uow() as uow:
+            lead_id = find_lead(uow, LEADS[index], "P").id
+            thread = uow.session.scalars(
+                select(m.RescueThread)
+                .where(m.RescueThread.lead_id == lead_id, m.RescueThread.state != "done")
+                .order_by(m.RescueThread.id.desc())
+            ).first()
+            if thread is not None:
+                self.seen[LEADS[index]] = (thread.id, thread.version, self._messages(uow, lead_id))
+
+    def _messages(self, uow: UnitOfWork, lead_id: int) -> int:
+        return len(uow.session.scalars(select(m.Reply.id).where(m.Reply.lead_id == lead_id)).all())
+
+    def _unseen_messages(self, email: str, seen: int) -> int:
+        with self.app.uow() as uow:
+            return self._messages(uow, find_lead(uow, email, "P").id) - seen
+
+    @rule(index=st.integers(0, len(LEADS) - 1), action=st.sampled_from(["resume", "restart", "stop"]))
+    def person_decides_on_what_they_saw(self, index: int, action: str) -> None:
+        """The version a person saw may be stale by now (mail arrived, workers ran, another
+        person decided): the decision is taken only on the current one."""
+        email = LEADS[index]
+        if email not in self.seen:
+            return
+        thread_id, version, messages = self.seen[email]
+        try:
+            with self.app.uow() as uow:
+                decide(
+                    uow,
+                    thread_id,
+                    Request(action=action, by="rep", seen=version, confirmed=True),
+                    self.app.settings,
+                )
+                uow.commit()
+        except (DecisionError, VersionChanged, ThreadNotFound):
+            return
+        # Taken: then the person had seen every message of the lead.
+        assert self._unseen_messages(email, messages) == 0, f"{action} on {email} over an unseen message"
+        self.log.append(("stop" if action == "stop" else "resumed", email))
+        if action != "stop":
+            self.paused.pop(email, None)
+
+    @rule(
+        index=st.integers(0, len(LEADS) - 1),
+        kind=st.sampled_from(sorted(STOPPING)),
+        action=st.sampled_from(["resume", "answer"]),
+    )
+    def a_message_arrives_while_a_person_reads(self, index: int, kind: ReplyKind, action: str) -> None:
+        """The race of issue 20 made certain: the person reads, their next message lands, the
+        person acts on what they read."""
+        self.seen.pop(LEADS[index], None)
+        self.person_looks_at_the_thread(index)
+        if LEADS[index] not in self.seen:  # nothing waits for a person yet: they write first
+            self.reply_arrives(index, ReplyKind.HUMAN_REPLY, 1)
+            self.person_looks_at_the_thread(index)
+        self.reply_arrives(index, kind, 1)
+        if action == "answer":
+            self.person_answers_what_they_saw(index, another=False)
+        else:
+            self.person_decides_on_what_they_saw(index, action)
+
+    @rule(index=st.integers(0, len(LEADS) - 1), another=st.booleans())
+    def person_answers_what_they_saw(self, index: int, another: bool) -> None:
+        email = LEADS[index]
+        if email not in self.seen:
+            return
+        thread_id, version, messages = self.seen[email]
+        answer = PersonReply(thread_id, f"Answer {len(self.log)}", "rep", seen=version, another=another)
+        try:
+            result = send_reply(self.app, answer)
+        except (SendRefused, VersionChanged, ThreadNotFound):
+            return
+        if result.state in ("sent", "unknown") and not result.duplicate:
+            assert self._unseen_messages(email, messages) == 0, f"answered {email} over an unseen message"
 
     @rule()
     def person_resumes_the_mailbox(self) -> None:

@@ -167,6 +167,11 @@ class _Session(SMTP):
 
     async def smtp_RCPT(self, arg: str | None) -> None:
         await asyncio.sleep(self.owner.command_delay)
+        if self.owner.gate is not None:
+            # A server that is slow exactly when the test says: RCPT is answered when the
+            # test opens the gate (the client's DATA, its point of no return, comes after).
+            self.owner.at_gate.set()
+            await asyncio.get_running_loop().run_in_executor(None, self.owner.gate.wait, 120)
         if self.owner.by_recipient is not None:
             found = re.search(r"<([^>]*)>", arg or "")
             chosen = self.owner.by_recipient(found[1].lower() if found else "")
@@ -287,6 +292,8 @@ class SmtpTestServer:
         self.refusing = False  # True: every connection gets 421 at once (a relay that is down)
         self.slow_delay = 0.5  # seconds SLOW_ACCEPT waits before answering MAIL FROM
         self.refused_connections = 0
+        self.gate: threading.Event | None = None  # set: RCPT waits until the test opens it
+        self.at_gate = threading.Event()  # a transaction reached the gate
         self.auth_attempts: list[tuple[str, bool]] = []  # (mechanism, success)
         self._lock = threading.Lock()
         self._sessions: set[_Session] = set()

@@ -79,6 +79,8 @@ def test_a_reply_reaches_the_inbox_and_the_answer_goes_out_once_threaded(
 
         # Two submits: the browser shows the answer to whichever it sent last, and that one may
         # have reached the server before or after the first was sent (both pages are right).
+        seen = page.locator("#draft input[name=seen]").input_value()  # the version shown
+        token = page.locator("#draft input[name=csrf_token]").input_value()
         page.dblclick("#draft button[type=submit]")
         expect(page.locator("#sent")).to_contain_text(
             re.compile(r"on its way to ada@lovelace\.test|This answer was sent already")
@@ -86,9 +88,10 @@ def test_a_reply_reaches_the_inbox_and_the_answer_goes_out_once_threaded(
         expect(page.locator("#answers")).to_contain_text(f"{site.alpha.email} to {ADA}")
         # The browser's resubmit of the same form (back, then Send again): taken, not sent again.
         form = {
-            "csrf_token": page.locator("#draft input[name=csrf_token]").input_value(),
+            "csrf_token": token,
             "subject": f"Re: {subject}",
             "body": ANSWER,
+            "seen": seen,
         }
         again = page.request.post(f"{site.base}/threads/{thread}/send", form=form, max_redirects=0)
         assert again.status == 303 and again.headers["location"].endswith("again=1#answers")

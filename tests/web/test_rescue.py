@@ -7,6 +7,7 @@ and the time from a reply to a person's first action."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import func, select, update
 
@@ -109,7 +110,9 @@ def test_decisions_through_the_api_and_the_resume_preview_is_what_resume_plans(s
         assert unknown.status_code == far.status_code == 422
         assert lead_state(live, GRACE) == "replied"  # none of them changed anything
 
-        resumed = api.post(f"/api/v1/threads/{thread}/decisions", json={"action": "resume"})
+        resumed = api.post(
+            f"/api/v1/threads/{thread}/decisions", json={"action": "resume", "version": detail["version"]}
+        )
         assert resumed.status_code == 200, resumed.text
         body = resumed.json()
         assert [(p["position"], p["due_at"]) for p in body["planned"]] == preview
@@ -129,11 +132,13 @@ def test_a_persons_answer_through_the_api_is_sent_once(site: Site) -> None:
     live = live_workspace(site.alpha.app)
     live.reply(ADA, "How much is it for a team of 12?")
     thread = live.thread_of(ADA)
-    answer = {"body": "Hi Ada,\n\n40 EUR a seat a month.\n\nSam"}
+    answer = {"body": "Hi Ada,\n\n40 EUR a seat a month.\n\nSam", "version": seen_of(live, thread)}
     with api_client(site.base, site.alpha.token) as api:
         first = api.post(f"/api/v1/threads/{thread}/send", json=answer)
         again = api.post(f"/api/v1/threads/{thread}/send", json=answer)
-        empty = api.post(f"/api/v1/threads/{thread}/send", json={"body": " \n "})
+        empty = api.post(
+            f"/api/v1/threads/{thread}/send", json={"body": " \n ", "version": answer["version"]}
+        )
         header = api.post(
             f"/api/v1/threads/{thread}/send", json={**answer, "subject": "Hi\r\nBcc: x@evil.test"}
         )
@@ -158,7 +163,10 @@ def test_a_decision_form_without_the_csrf_token_is_refused_and_changes_nothing(s
             assert uow.session.get_one(m.RescueThread, thread).state == "open"
             assert not uow.session.scalars(select(m.Event).where(m.Event.kind == "thread_decision")).all()
         # The control: the same form with its token is taken, and the page says what it did.
-        done = page.post(f"/threads/{thread}/decide", data={"action": "stop", "csrf_token": csrf})
+        done = page.post(
+            f"/threads/{thread}/decide",
+            data={"action": "stop", "csrf_token": csrf, "seen": seen_of(live, thread)},
+        )
         assert done.status_code == 303 and done.headers["location"].endswith("?decided=1#history")
         shown = page.get(done.headers["location"])
         assert 'id="decided"' in shown.text and "stopped; 0 queued steps cancelled" in shown.text
@@ -243,7 +251,8 @@ def test_time_from_reply_to_first_action_per_campaign(site: Site) -> None:
         clock.advance(timedelta(minutes=30))
         assert api.post(f"/api/v1/threads/{ada}/assign", json={"to": ASSIGNEE}).status_code == 200
         clock.advance(timedelta(hours=5, minutes=30))
-        assert api.post(f"/api/v1/threads/{grace}/send", json={"body": "40 EUR a seat."}).status_code == 200
+        answer = {"body": "40 EUR a seat.", "version": seen_of(live, grace)}
+        assert api.post(f"/api/v1/threads/{grace}/send", json=answer).status_code == 200
         assert api.post(f"/api/v1/threads/{ada}/done").status_code == 200  # later: not her first action
         clock.advance(timedelta(hours=1))
         with live.app.uow() as uow:
@@ -303,7 +312,8 @@ def test_a_failed_step_is_resent_from_its_thread_page_and_goes_out(site: Site) -
             assert 'data-action="resend_step"' in detail.text and 'data-action="skip_step"' in detail.text
             server.by_recipient = None  # the cause is fixed
             resent = page.post(
-                f"/threads/{thread}/decide", data={"action": "resend_step", "csrf_token": csrf}
+                f"/threads/{thread}/decide",
+                data={"action": "resend_step", "csrf_token": csrf, "seen": seen_of(live, thread)},
             )
             assert resent.status_code == 303, resent.text
         Worker(app).run_once()
@@ -331,10 +341,19 @@ def test_a_probable_reply_is_confirmed_from_its_thread_page(site: Site) -> None:
         assert 'data-action="confirm"' in shown.text and 'data-action="reject"' in shown.text
         assert f'name="lead" value="{atlas}"' in shown.text  # Ada is a lead of two products: say which
         assert 'id="draft"' not in shown.text  # nothing is answered before it is confirmed
-        ambiguous = page.post(f"/threads/{thread}/decide", data={"action": "confirm", "csrf_token": csrf})
+        seen = seen_of(live, thread)
+        ambiguous = page.post(
+            f"/threads/{thread}/decide", data={"action": "confirm", "csrf_token": csrf, "seen": seen}
+        )
         assert ambiguous.status_code == 409 and "several candidates" in ambiguous.text
-        form = {"action": "confirm", "lead": str(atlas), "csrf_token": csrf}
+        form = {"action": "confirm", "lead": str(atlas), "csrf_token": csrf, "seen": seen}
         confirmed = page.post(f"/threads/{thread}/decide", data=form)
         assert confirmed.status_code == 303
         assert not confirmed.headers["location"].startswith(f"/threads/{thread}?")  # the reply's own thread
     assert lead_state(live, ADA) == "replied" and lead_state(live, ADA, BEACON) == "active"
+
+
+def seen_of(live: Any, thread: int) -> int:
+    """The thread's version, as its page and the API show it (what a person decides on)."""
+    with live.app.uow() as uow:
+        return int(uow.session.get_one(m.RescueThread, thread).version)

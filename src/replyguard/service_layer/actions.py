@@ -8,6 +8,7 @@ from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.states import Actor, ReplyState, StepState, check_reply_move
+from replyguard.service_layer import thread_versions
 from replyguard.service_layer.campaigns import check_position, find_campaign
 from replyguard.service_layer.leads import find_lead
 from replyguard.service_layer.replies import cancel_queued_steps
@@ -78,6 +79,15 @@ def set_lead_state(uow: UnitOfWork, email: str, product: str, target: ReplyState
     if target is ReplyState.ACTIVE:
         lead.paused_until = None
     uow.add_event("lead_state_set", lead_id=lead.id, before=previous, after=target, by="person", why=why)
+    thread_versions.bump(
+        uow.session,
+        workspace_id=uow.workspace_id,
+        now=uow.clock.now(),
+        lead_id=lead.id,
+        kind="lead_state",
+        by="person",
+        summary=f"lead {previous} -> {target} ({why})",
+    )
     cancelled = in_flight = 0
     if target is ReplyState.STOPPED:
         cancelled, in_flight = cancel_queued_steps(uow, lead.id, reason="stopped by a person")

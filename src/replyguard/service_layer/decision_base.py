@@ -32,10 +32,12 @@ class DecisionResult:
     lead_state: str | None = None
     planned: list[PlannedStep] = field(default_factory=list)
     new_thread_id: int | None = None
+    version: int | None = None  # the thread's version after the decision
 
     def to_json(self) -> dict[str, Any]:
         return {
             "thread_id": self.thread_id,
+            "version": self.version,
             "action": self.action,
             "message": self.message,
             "lead_state": self.lead_state,
@@ -55,6 +57,11 @@ class Request:
     to: str | None = None  # assign
     lead: str | None = None  # confirm: which candidate (email), when there are several
     step_id: int | None = None  # unknown outcomes: which step, when there are several
+    #: The thread's version the person saw (None: not given; the entry point decides whether
+    #: that may be, see `domain/thread_actions.SENDS`).
+    seen: int | None = None
+    #: A restart (sending again to a lead a person stopped) is confirmed on its own.
+    confirmed: bool = False
 
 
 def get_thread(uow: UnitOfWork, thread_id: int) -> m.RescueThread:

@@ -20,7 +20,9 @@ from replyguard.adapters.db import models as m
 from replyguard.domain.intent import Intent
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.states import IllegalTransition, ReplyState, StepState, ThreadState, check_thread_move
+from replyguard.domain.thread_actions import refusal
 from replyguard.service_layer import decisions_holds as holds
+from replyguard.service_layer import thread_versions
 from replyguard.service_layer.accounts import AccountError, workspace_member
 from replyguard.service_layer.decision_base import (
     DecisionError,
@@ -36,10 +38,21 @@ from replyguard.service_layer.decision_base import (
 )
 from replyguard.service_layer.replan import revive_and_replan
 from replyguard.service_layer.replies import cancel_queued_steps, pause_steps
+from replyguard.service_layer.thread_context import load_context, thread_facts
+from replyguard.service_layer.thread_versions import VersionChanged
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.settings import Settings
 
-__all__ = ["DecisionError", "DecisionResult", "Request", "ThreadNotFound", "decide", "get_thread"]
+__all__ = [
+    "DecisionError",
+    "DecisionResult",
+    "Request",
+    "ThreadNotFound",
+    "VersionChanged",
+    "decide",
+    "get_thread",
+    "known_actions",
+]
 
 
 def decide(uow: UnitOfWork, thread_id: int, request: Request, settings: Settings) -> DecisionResult:
@@ -52,11 +65,30 @@ def decide(uow: UnitOfWork, thread_id: int, request: Request, settings: Settings
     thread = get_thread(uow, thread_id)
     uow.lock_leads([thread.lead_id, *(c["lead_id"] for c in thread.candidates or [])])
     uow.session.refresh(thread)
+    # Under the lead lock, in this transaction: what the person saw is still what is there,
+    # and the action is one the thread offers now (the one rule, domain/thread_actions.py).
+    thread_versions.check_seen(uow.session, uow.workspace_id, thread.id, request.seen)
+    context = load_context(uow.session, uow.workspace_id, thread.lead_id)
+    facts = thread_facts(uow.session, thread, context, uow.clock.now(), settings=settings)
+    why = refusal(facts, request.action)
+    if why is not None:
+        raise DecisionError(why)
     try:
         result = handler(uow, thread, request, settings)
     except IllegalTransition as exc:
         raise DecisionError(str(exc)) from exc
     thread.updated_at = uow.clock.now()
+    thread_versions.bump(
+        uow.session,
+        workspace_id=uow.workspace_id,
+        now=uow.clock.now(),
+        lead_id=thread.lead_id,
+        thread_id=thread.id,
+        kind="decision",
+        by=request.by,
+        summary=f"{request.action.replace('_', ' ')}: {result.message}",
+    )
+    result.version = thread_versions.current(uow.session, uow.workspace_id, thread.id)
     uow.add_event(
         "thread_decision",
         lead_id=thread.lead_id,
@@ -79,6 +111,19 @@ def _resume(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Settings) ->
     move_lead(uow, lead, ReplyState.ACTIVE, r.by, "resumed from the thread")
     planned = revive_and_replan(uow, lead.id, uow.clock.now())
     return DecisionResult(thread.id, r.action, f"resumed; {planned_text(planned)}", lead.reply_state, planned)
+
+
+def _restart(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Settings) -> DecisionResult:
+    """Send again to a lead a person stopped: its own action (and its own confirmation at the
+    entry points), never a plain resume."""
+    if not r.confirmed:
+        raise DecisionError("restart sends again to a lead a person stopped: confirm it (--yes)")
+    lead = lead_of(uow, thread.lead_id)
+    if lead.reply_state != ReplyState.STOPPED:
+        raise DecisionError(f"restart is for a stopped lead; this one is {lead.reply_state}")
+    result = _resume(uow, thread, r, s)
+    result.message = result.message.replace("resumed", "restarted", 1)
+    return result
 
 
 def _stop(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Settings) -> DecisionResult:
@@ -224,6 +269,7 @@ Handler = Callable[[UnitOfWork, m.RescueThread, Request, Settings], DecisionResu
 
 _HANDLERS: dict[str, Handler] = {
     "resume": _resume,
+    "restart": _restart,
     "stop": _stop,
     "pause_until": _pause_until,
     "pause_others": _pause_others,
@@ -243,3 +289,8 @@ _HANDLERS: dict[str, Handler] = {
     "resend_step": holds.resend_step,
     "skip_step": holds.skip_step,
 }
+
+
+def known_actions() -> frozenset[str]:
+    """Every decision's name (an unknown one is a typing mistake, not a refusal)."""
+    return frozenset(_HANDLERS)

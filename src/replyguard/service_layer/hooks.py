@@ -27,6 +27,7 @@ POINTS = (
     "inside_reply_tx",
     "after_reply_handover",  # the reply's thread and notice are written; nothing is committed
     "after_notice_sent",  # a notice reached its channel; its delivery is not recorded yet
+    "person_send_before_data",  # a person's answer: the last re-check, before its DATA
 )
 
 

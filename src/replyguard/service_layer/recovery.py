@@ -9,6 +9,7 @@ from sqlalchemy import Connection, select, update
 
 from replyguard.adapters.transports.base import Probe
 from replyguard.domain.states import ReplyState, StepState, reply_move
+from replyguard.service_layer import thread_versions
 from replyguard.service_layer.holds import tell_crossed_send
 from replyguard.service_layer.worker_base import OUT, Claim, Fence, L, S, in_states
 from replyguard.service_layer.worker_context import WorkerContext
@@ -160,4 +161,12 @@ class Recovery:
                 if done:
                     resumed += 1
                     ctx.event(conn, "pause_ended", lead_id, None)
+                    thread_versions.bump(
+                        conn,
+                        workspace_id=ctx.ws,
+                        now=now,
+                        lead_id=lead_id,
+                        kind="lead_state",
+                        summary="the pause ended: the lead is active again",
+                    )
         return resumed

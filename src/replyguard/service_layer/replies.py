@@ -32,7 +32,7 @@ from replyguard.domain.states import (
     step_move,
 )
 from replyguard.domain.trust import needs_proof
-from replyguard.service_layer import threads
+from replyguard.service_layer import thread_versions, threads
 from replyguard.service_layer.enrollment import campaign_window
 from replyguard.service_layer.hooks import Hooks
 from replyguard.service_layer.leads import contact_addresses
@@ -253,6 +253,15 @@ def _apply(
         lead.hold_reason = effect.hold_reason
     if effect.new_state is ReplyState.OUT_OF_OFFICE:
         lead.paused_until = effect.paused_until
+    thread_versions.bump(
+        uow.session,
+        workspace_id=uow.workspace_id,
+        now=now,
+        lead_id=lead.id,
+        kind="message",
+        summary=thread_versions.message_summary(incoming.from_address, incoming.kind, incoming.text)
+        + (f" (lead {previous} -> {lead.reply_state})" if lead.reply_state != previous else ""),
+    )
     uow.add_event(
         "reply_recorded",
         lead_id=lead.id,
@@ -457,6 +466,14 @@ def hold_probable(
             lead.hold_reason = f"probable reply from {sender} ({why}): confirm or reject"
             uow.add_event(
                 "probable_reply_held", lead_id=lead.id, inbound_id=inbound_id, sender=sender, why=why
+            )
+            thread_versions.bump(
+                uow.session,
+                workspace_id=uow.workspace_id,
+                now=uow.clock.now(),
+                lead_id=lead.id,
+                kind="lead_state",
+                summary=f"held: a probable reply from {sender}",
             )
             candidate["held"] = True
             held += 1

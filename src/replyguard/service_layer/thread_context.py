@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session
 from replyguard.adapters.db import models as m
 from replyguard.domain.intent import Intent, IntentResult
 from replyguard.domain.next_step import OtherProduct, Situation, ThreadKind, recommend
-from replyguard.domain.states import ReplyState, StepState
+from replyguard.domain.states import ReplyState, StepState, ThreadState
+from replyguard.domain.thread_actions import ThreadFacts, offered
 from replyguard.settings import Settings
 
 QUEUED = (StepState.SCHEDULED, StepState.AWAITING_APPROVAL, StepState.CLAIMED)
@@ -154,29 +155,72 @@ def intent_of(thread: m.RescueThread) -> IntentResult | None:
 
 
 def next_step_for(
-    thread: m.RescueThread, context: ThreadContext, now: datetime, settings: Settings
+    thread: m.RescueThread, context: ThreadContext, now: datetime, settings: Settings, session: Session
 ) -> tuple[str, list[str]]:
+    """The recommendation's sentence, and the actions that may be taken now: the one rule of
+    `domain/thread_actions.offered`, fed with the thread and its lead as they are now."""
+    step = recommend(_situation(thread, context, now, settings))
+    return step.text, list(offered(thread_facts(session, thread, context, now, step.actions)))
+
+
+def thread_facts(
+    session: Session,
+    thread: m.RescueThread,
+    context: ThreadContext,
+    now: datetime,
+    recommended: tuple[str, ...] | None = None,
+    settings: Settings | None = None,
+) -> ThreadFacts:
+    if recommended is None:
+        assert settings is not None
+        recommended = recommend(_situation(thread, context, now, settings)).actions
+    state = thread.state
+    if state == ThreadState.SNOOZED and thread.snoozed_until and thread.snoozed_until <= now:
+        state = ThreadState.OPEN
+    return ThreadFacts(
+        kind=ThreadKind(thread.kind),
+        thread_state=str(state),
+        lead_state=ReplyState(context.lead_state),
+        recommended=tuple(recommended),
+        # A thread not yet written has no answer to wait on (one query less in the reply tx).
+        waiting_on_them=thread.id is not None and waiting_on_them(session, thread.id),
+        unknown_outcome=count_unknown_steps(session, thread.lead_id) > 0,
+    )
+
+
+def waiting_on_them(session: Session, thread_id: int) -> bool:
+    """A person answered after their last message: the thread waits on them (until their next
+    message moves the version again)."""
+    last = session.scalar(
+        select(m.ThreadChange.kind)
+        .where(m.ThreadChange.thread_id == thread_id, m.ThreadChange.kind.in_(["message", "answer"]))
+        .order_by(m.ThreadChange.version.desc(), m.ThreadChange.id.desc())
+        .limit(1)
+    )
+    return last == "answer"
+
+
+def _situation(
+    thread: m.RescueThread, context: ThreadContext, now: datetime, settings: Settings
+) -> Situation:
     data = thread.intent_data or {}
     absent = data.get("absent_until")
     others = () if data.get("others_decided") else context.other_products
-    step = recommend(
-        Situation(
-            kind=ThreadKind(thread.kind),
-            intent=intent_of(thread),
-            now=now,
-            lead_state=context.lead_state,
-            crossed=bool(thread.crossed),
-            contact=context.contact,
-            company=context.company,
-            new_contact=data.get("new_contact"),
-            absent_until=date.fromisoformat(absent) if absent else None,
-            subject=thread.subject,
-            sender=data.get("sender"),
-            other_products=others,
-            default_pause=settings.default_pause,
-        )
+    return Situation(
+        kind=ThreadKind(thread.kind),
+        intent=intent_of(thread),
+        now=now,
+        lead_state=context.lead_state,
+        crossed=bool(thread.crossed),
+        contact=context.contact,
+        company=context.company,
+        new_contact=data.get("new_contact"),
+        absent_until=date.fromisoformat(absent) if absent else None,
+        subject=thread.subject,
+        sender=data.get("sender"),
+        other_products=others,
+        default_pause=settings.default_pause,
     )
-    return step.text, list(step.actions)
 
 
 def count_unknown_steps(session: Session, lead_id: int) -> int:

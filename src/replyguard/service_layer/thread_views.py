@@ -17,6 +17,7 @@ from replyguard.domain.campaign_spec import draft_templates
 from replyguard.domain.drafts import Draft, builtin_draft, reply_subject, template_draft
 from replyguard.domain.intent import LABELS, Intent
 from replyguard.domain.states import StepState, ThreadState
+from replyguard.service_layer import thread_versions
 from replyguard.service_layer.decision_base import get_thread
 from replyguard.service_layer.notices import thread_url
 from replyguard.service_layer.thread_context import ThreadContext, intent_of, load_context, next_step_for
@@ -69,7 +70,7 @@ def list_threads(
 def summary(uow: UnitOfWork, thread: m.RescueThread, settings: Settings) -> dict[str, Any]:
     context = load_context(uow.session, uow.workspace_id, thread.lead_id)
     now = uow.clock.now()
-    text, actions = next_step_for(thread, context, now, settings)
+    text, actions = next_step_for(thread, context, now, settings, uow.session)
     decided = (thread.intent_data or {}).get("others_decided")
     return {
         "id": thread.id,
@@ -99,6 +100,8 @@ def summary(uow: UnitOfWork, thread: m.RescueThread, settings: Settings) -> dict
             for p in context.other_products
         ],
         "others_decided": decided,
+        "version": thread.version,
+        "waiting_on_them": "send_another" in actions,
         "crossed": bool(thread.crossed),
         "state": effective_state(thread, now),
         "snoozed_until": thread.snoozed_until.isoformat() if thread.snoozed_until else None,
@@ -133,6 +136,14 @@ def thread_draft(uow: UnitOfWork, thread_id: int) -> Draft:
     """The draft of a thread as `thread_detail` shows it (ThreadNotFound for another workspace's)."""
     thread = get_thread(uow, thread_id)
     return draft_for(uow, thread, load_context(uow.session, uow.workspace_id, thread.lead_id))
+
+
+def draft_of_version(uow: UnitOfWork, thread_id: int, seen: int) -> Draft:
+    """The draft as shown on version `seen`; VersionChanged when the thread moved since (a
+    newer message is never answered with a draft the person did not see)."""
+    draft = thread_draft(uow, thread_id)
+    thread_versions.check_seen(uow.session, uow.workspace_id, thread_id, seen)
+    return draft
 
 
 def draft_for(uow: UnitOfWork, thread: m.RescueThread, context: ThreadContext) -> Draft:

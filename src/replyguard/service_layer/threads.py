@@ -30,7 +30,7 @@ from replyguard.adapters.db import models as m
 from replyguard.domain.intent import IntentResult, detect_intent
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.states import ReplyKind, ThreadState
-from replyguard.service_layer import notices
+from replyguard.service_layer import notices, thread_versions
 from replyguard.service_layer.thread_context import ThreadContext, load_context, next_step_for
 from replyguard.settings import Settings
 
@@ -95,8 +95,22 @@ def open_thread(
         )
         session.add(thread)
     _apply(thread, handoff, context, now)
-    thread.next_step, thread.actions = next_step_for(thread, context, now, settings)
+    thread.next_step, thread.actions = next_step_for(thread, context, now, settings, session)
     session.flush()
+    if created or handoff.reply_id is None:
+        # A reply moved the versions of the lead's threads already (`replies._apply`); a new
+        # thread, or a hold that is not a message, moves its own here.
+        from_reply = handoff.reply_id is not None
+        thread_versions.bump(
+            session,
+            workspace_id=workspace_id,
+            now=now,
+            thread_id=thread.id,
+            kind="message" if from_reply else "handoff",
+            summary=thread_versions.message_summary(handoff.sender, handoff.kind.value, handoff.text)
+            if from_reply
+            else f"{handoff.kind.value.replace('_', ' ')}: {handoff.reason or ''}".rstrip(": "),
+        )
     ref = ThreadRef(thread.id, created, intent=thread.intent)
     _event(session, workspace_id, now, thread, created, handoff)
     if handoff.notify:

@@ -360,8 +360,40 @@ class RescueThread(Base):
     model_state: Mapped[str | None] = mapped_column(String(20))
     model_intent: Mapped[str | None] = mapped_column(String(30))
     draft_body: Mapped[str | None] = mapped_column(Text)
+    # Moves with every inbound message, decision, answer sent and change of the lead's state
+    # (`service_layer/thread_versions.py`); a person's decision names the version they saw.
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+
+
+class ThreadChange(Base):
+    """What moved a thread's version: the log a refused decision is told ("what changed since")."""
+
+    __tablename__ = "thread_changes"
+    __table_args__ = (Index("ix_thread_changes_thread_version", "thread_id", "version"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    thread_id: Mapped[int] = mapped_column(ForeignKey("threads.id"))
+    version: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(30))  # message | decision | answer | lead_state | opened
+    by: Mapped[str | None] = mapped_column(String(320))
+    summary: Mapped[str] = mapped_column(Text, default="")
+    at: Mapped[datetime]
+
+
+class ThreadPresence(Base):
+    """Who has a thread open, or is answering it: a short-lived mark, refreshed while they are
+    there and read only while it is fresh (no external service)."""
+
+    __tablename__ = "thread_presence"
+    __table_args__ = (UniqueConstraint("thread_id", "person"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    thread_id: Mapped[int] = mapped_column(ForeignKey("threads.id"))
+    person: Mapped[str] = mapped_column(String(320))
+    doing: Mapped[str] = mapped_column(String(20))  # viewing | answering
+    seen_at: Mapped[datetime]
 
 
 class PersonSend(Base):
@@ -385,6 +417,8 @@ class PersonSend(Base):
     state: Mapped[str] = mapped_column(String(20))  # sending | sent | failed | unknown
     sent_by: Mapped[str] = mapped_column(String(320))
     detail: Mapped[str | None] = mapped_column(Text)
+    # The thread's version the person answered (None: sent before versions existed).
+    thread_version: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime]
     sent_at: Mapped[datetime | None]
 

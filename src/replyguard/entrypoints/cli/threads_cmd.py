@@ -6,6 +6,7 @@ and `person_send` (send: the one command that sends a person's answer).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -22,9 +23,9 @@ from replyguard.entrypoints.cli.options import AsJson, ListJson, ShowJson
 threads_app = typer.Typer(no_args_is_help=True, help="Reply Rescue: everything that waits for a person.")
 
 ACTIONS = (
-    "resume, stop, pause_until (--until), pause_others [--until], leave_others, not_a_reply, "
-    "confirm [--lead], reject, sent, not_sent, send_again [--step], confirm_sender, reject_sender, "
-    "resend_step, skip_step, reopen"
+    "resume, restart (--yes), stop, pause_until (--until), pause_others [--until], leave_others, "
+    "not_a_reply, confirm [--lead], reject, sent, not_sent, send_again [--step], confirm_sender, "
+    "reject_sender, resend_step, skip_step, reopen"
 )
 
 
@@ -41,6 +42,10 @@ def _who(by: str | None) -> str:
 
 By = Annotated[str | None, typer.Option("--by", help="Who decides (default: REPLYGUARD_USER or the login).")]
 ThreadId = Annotated[int, typer.Argument(help="The thread's id (`threads list` shows them).")]
+Seen = Annotated[
+    int | None,
+    typer.Option("--seen", help="The thread's version you decided on (`threads show` prints it)."),
+]
 
 
 @threads_app.command("list")
@@ -136,7 +141,14 @@ def threads_show(ctx: typer.Context, thread_id: ThreadId, as_json: ShowJson = Fa
         out.print(f"Also a lead of {other['product']} ({other['state']}), {queued}")
     out.print(f"\n[bold]Next step:[/] {escape(detail['recommended_next_step'] or '')}", markup=True)
     out.print(f"Actions: {', '.join(detail['actions'])}")
+    out.print(f"Version: {detail['version']} (decide or answer on it: --seen {detail['version']})")
     draft = detail["draft"]
+    if detail["waiting_on_them"]:
+        out.print(
+            "\n[bold]Answered:[/] the thread waits on them (threads send --another only on purpose)",
+            markup=True,
+        )
+        return
     out.print(
         f"\n[bold]Draft[/] ({escape(str(draft['source']))}; "
         f"only you can send it: threads send {detail['id']})",
@@ -160,23 +172,35 @@ def threads_send(
     key: Annotated[
         str | None, typer.Option("--key", help="Idempotency key (default: from the text).")
     ] = None,
+    seen: Seen = None,
+    another: Annotated[
+        bool, typer.Option("--another", help="Send another answer although one went out on this version.")
+    ] = False,
     by: By = None,
     as_json: AsJson = False,
 ) -> None:
-    """Send your answer from the thread's mailbox, threaded. Never resumes the sequence."""
+    """Send your answer from the thread's mailbox, threaded. Never resumes the sequence.
+
+    It is sent only on the version you saw (--seen; `threads show` prints it): without
+    --body-file, the draft of that version, never one computed for a newer message."""
     from replyguard.service_layer.decisions import ThreadNotFound
     from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
-    from replyguard.service_layer.thread_views import thread_draft
+    from replyguard.service_layer.thread_versions import VersionChanged
+    from replyguard.service_layer.thread_views import draft_of_version
 
     instance = open_app(ctx)
     try:
+        seen = _seen_or_ask(instance, thread_id, seen, "send your answer")
         if body_file is not None:
             body = _read(body_file)
         else:
             with instance.uow() as uow:
-                body = thread_draft(uow, thread_id).body
-        result = send_reply(instance, PersonReply(thread_id, body, _who(by), subject, key))
-    except (ThreadNotFound, SendRefused) as exc:
+                # The draft is read with the version: a newer message refuses, never redrafts.
+                body = draft_of_version(uow, thread_id, seen).body
+        result = send_reply(
+            instance, PersonReply(thread_id, body, _who(by), subject, key, seen=seen, another=another)
+        )
+    except (ThreadNotFound, SendRefused, VersionChanged) as exc:
         fail(str(exc))
     except ValueError as exc:
         fail(str(exc), code=2)
@@ -203,18 +227,65 @@ def _read(path: Path) -> str:
         fail(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})", code=2)
 
 
-def _decide(ctx: typer.Context, thread_id: int, action: str, as_json: bool = False, **kwargs: Any) -> None:
-    from replyguard.service_layer.decisions import DecisionError, Request, ThreadNotFound, decide
+def _seen_or_ask(instance: Any, thread_id: int, seen: int | None, what: str) -> int:
+    """The version the person saw. An email may go out only on one: without --seen, a terminal
+    is shown the newest message and asked; anything else is refused."""
+    if seen is not None:
+        return seen
+    from replyguard.service_layer.thread_views import thread_detail
+
+    if not sys.stdin.isatty():
+        fail(
+            f"to {what}, say which version of thread {thread_id} you saw: --seen VERSION "
+            f"(`threads show {thread_id}` prints it); nothing was done"
+        )
+    with instance.uow() as uow:
+        detail = thread_detail(uow, thread_id, instance.settings)
+    theirs = [i for i in detail["conversation"] if str(i["from"]).startswith("theirs")]
+    if theirs:
+        newest = theirs[-1]
+        out.print(f"Newest message ({newest['at']}, {newest['subject'] or ''}):", highlight=False)
+        out.print(newest["text"] or "", highlight=False)
+    out.print(f"Lead {detail['lead']} is {detail['lead_state']}; thread version {detail['version']}.")
+    if not typer.confirm(f"Having read this, {what}?", default=False):
+        fail("not confirmed: nothing was done")
+    return int(detail["version"])
+
+
+def _decide(
+    ctx: typer.Context,
+    thread_id: int,
+    action: str,
+    as_json: bool = False,
+    seen: int | None = None,
+    **kwargs: Any,
+) -> None:
+    from replyguard.domain.thread_actions import SENDS
+    from replyguard.service_layer.decisions import (
+        DecisionError,
+        Request,
+        ThreadNotFound,
+        VersionChanged,
+        decide,
+    )
 
     instance = open_app(ctx)
     try:
+        if action in SENDS:
+            seen = _seen_or_ask(
+                instance, thread_id, seen, f"{action.replace('_', ' ')}, which lets email go out"
+            )
         with instance.uow() as uow:
-            result = decide(uow, thread_id, Request(action=action, **kwargs), instance.settings)
+            result = decide(uow, thread_id, Request(action=action, seen=seen, **kwargs), instance.settings)
             uow.commit()
     except ThreadNotFound as exc:
         fail(str(exc))
+    except VersionChanged as exc:
+        if as_json:
+            emit_json(exc.to_json())
+        fail(str(exc))
     except DecisionError as exc:
-        fail(str(exc), code=2)
+        fail(str(exc))
     if as_json:
         emit_json(result.to_json())
         return
@@ -244,15 +315,34 @@ def threads_resolve(
     ] = None,
     lead: Annotated[str | None, typer.Option("--lead", help="confirm: the candidate's email")] = None,
     step: Annotated[int | None, typer.Option("--step", help="unknown outcomes: the step id")] = None,
+    seen: Seen = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="restart: yes, send again to a lead a person stopped.")
+    ] = False,
     by: By = None,
     as_json: AsJson = False,
 ) -> None:
-    """Decide: resume, stop, pause, confirm/reject a probable reply, resolve an unknown outcome..."""
+    """Decide: resume, stop, pause, confirm/reject a probable reply, resolve an unknown outcome...
+
+    Decided on the version you saw (--seen; `threads show` prints it): if the thread moved
+    since, nothing is done and you are told what changed (exit 1)."""
+    from replyguard.service_layer.decisions import known_actions
+
+    name = action.replace("-", "_")
+    if name not in known_actions():
+        fail(f"unknown action {action!r}; one of {', '.join(sorted(known_actions()))}", code=2)
+    if name == "restart" and not yes:
+        if not sys.stdin.isatty():
+            fail("restart sends again to a lead a person stopped: confirm it with --yes; nothing was done")
+        if not typer.confirm("This lead was stopped by a person. Send its sequence again?", default=False):
+            fail("not confirmed: nothing was done")
     _decide(
         ctx,
         thread_id,
-        action.replace("-", "_"),
+        name,
         as_json,
+        seen,
+        confirmed=name == "restart",  # asked above: --yes, or yes on the terminal
         by=_who(by),
         until=_date(until),
         lead=lead,

@@ -16,7 +16,7 @@ class ActionForm:
     label: str
     explain: str
     style: str = ""  # "primary" for the recommended kind of move, "danger" for a final one
-    needs: str = ""  # "" | "date" | "candidate" | "unknown_step"
+    needs: str = ""  # "" | "date" | "candidate" | "unknown_step" | "confirmation"
     fixed_date: date | None = None  # pause_until:DATE carries its own date
     confirm: str = ""  # asked before a move that cannot be undone (with JavaScript on)
 
@@ -27,6 +27,15 @@ _FORMS: dict[str, ActionForm] = {
         "Resume the sequence",
         "The remaining emails are re-planned from now, inside the send window, keeping their waits.",
         "primary",
+    ),
+    "restart": ActionForm(
+        "restart",
+        "Restart the sequence",
+        "A person stopped this lead: its remaining emails are planned again from now. Only if "
+        "they asked for it.",
+        "danger",
+        needs="confirmation",
+        confirm="This lead was stopped. Send its sequence again?",
     ),
     "stop": ActionForm(
         "stop",
@@ -148,6 +157,8 @@ def decision_request(
     to: str | None = None,
     lead: str | None = None,
     step_id: int | str | None = None,
+    seen: int | None = None,
+    confirmed: bool = False,
 ) -> Request:
     """A `decisions.Request` from what a form or an API body carried, checked at the edge.
 
@@ -180,6 +191,8 @@ def decision_request(
         to=(to or "").strip()[:320] or None,
         lead=(lead or "").strip()[:320] or None,
         step_id=step,
+        seen=seen,
+        confirmed=confirmed,
     )
 
 

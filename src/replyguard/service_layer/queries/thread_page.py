@@ -15,6 +15,7 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.domain.schedule import Wait, load_zone, replan
 from replyguard.domain.states import StepState, revivable
+from replyguard.service_layer import presence
 from replyguard.service_layer.decision_base import ThreadNotFound
 from replyguard.service_layer.enrollment import campaign_window
 from replyguard.service_layer.queries import NotFound
@@ -70,9 +71,10 @@ class ThreadPage:
     mailbox_paused: str | None  # the reason, when the thread's mailbox is paused
     history: list[HistoryEntry]
     resume_plan: list[PlannedStep]  # what `resume` would send, and when
+    presence: list[dict[str, Any]] = field(default_factory=list)  # who else is on it, fresh marks
 
 
-def thread_page(uow: UnitOfWork, thread_id: int, settings: Settings) -> ThreadPage:
+def thread_page(uow: UnitOfWork, thread_id: int, settings: Settings, viewer: str | None = None) -> ThreadPage:
     try:
         detail = thread_detail(uow, thread_id, settings)
     except ThreadNotFound:
@@ -85,7 +87,8 @@ def thread_page(uow: UnitOfWork, thread_id: int, settings: Settings) -> ThreadPa
         step=_step(uow, thread.step_id),
         mailbox_paused=_mailbox_paused(uow, thread.mailbox_id),
         history=history(uow, thread),
-        resume_plan=resume_plan(uow, thread.lead_id) if "resume" in detail["actions"] else [],
+        resume_plan=resume_plan(uow, thread.lead_id) if _may_send(detail["actions"]) else [],
+        presence=presence.others(uow, thread.id, viewer),
     )
 
 
@@ -233,3 +236,7 @@ def resume_plan(uow: UnitOfWork, lead_id: int) -> list[PlannedStep]:
         for (step, _, _, state), due in zip(chosen, dues, strict=True):
             planned.append(PlannedStep(campaign.name, step.position, step.subject, due, str(state)))
     return planned
+
+
+def _may_send(actions: list[str]) -> bool:
+    return "resume" in actions or "restart" in actions

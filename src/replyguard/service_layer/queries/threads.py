@@ -206,7 +206,7 @@ def inbox(
     items = []
     for thread, effective in rows:
         context = contexts[thread.lead_id]
-        text, actions = next_step_for(thread, context, now, settings)
+        text, actions = next_step_for(thread, context, now, settings, uow.session)
         items.append(
             InboxRow(
                 id=thread.id,

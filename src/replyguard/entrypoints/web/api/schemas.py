@@ -431,6 +431,14 @@ class ThreadDetail(BaseModel):
     history: list[HistoryEntry]
     resume_plan: list[PlannedStep] = Field(description="What `resume` would send, and when")
     received_html: str | None = Field(description="Their message's HTML, sanitised (remote images removed)")
+    version: int = Field(
+        description="Moves with every message, decision, answer and lead change; also the ETag. "
+        "Send it back (If-Match or `version`) with a decision or an answer"
+    )
+    waiting_on_them: bool = Field(description="Answered after their last message: the draft is not offered")
+    presence: list[dict[str, Any]] = Field(
+        default_factory=list, description="Who else has the thread open or is answering it (fresh marks)"
+    )
     created_at: datetime
     updated_at: datetime
 
@@ -447,6 +455,13 @@ class Decision(BaseModel):
     to: str | None = Field(default=None, max_length=320, description="assign: a person")
     lead: str | None = Field(default=None, max_length=320, description="confirm: the candidate (id or email)")
     step_id: BodyId | None = Field(default=None, description="unknown outcomes: which step")
+    version: int | None = Field(
+        default=None,
+        ge=0,
+        description="The thread's version the person saw (or If-Match); required for a decision "
+        "that lets email go out (resume, restart, send_again, resend_step, not_a_reply, reject)",
+    )
+    confirm: bool = Field(default=False, description="restart: yes, send again to a lead a person stopped")
 
 
 class Assign(BaseModel):
@@ -464,6 +479,7 @@ class DecisionOut(BaseModel):
     lead_state: str | None
     planned: list[PlannedStep]
     new_thread_id: int | None
+    version: int | None = Field(default=None, description="The thread's version after the decision")
 
 
 class Answer(BaseModel):
@@ -471,6 +487,12 @@ class Answer(BaseModel):
     subject: str | None = Field(default=None, max_length=998, description="Default: Re: the thread's subject")
     idempotency_key: str | None = Field(
         default=None, min_length=1, max_length=64, description="Default: from the thread, subject and body"
+    )
+    version: int | None = Field(
+        default=None, ge=0, description="The thread's version the person answered (or If-Match); required"
+    )
+    another: bool = Field(
+        default=False, description="Send although someone answered this version already (on purpose)"
     )
 
 

@@ -18,6 +18,7 @@ from replyguard.entrypoints.web.pages import (
     leads,
     mailboxes,
     reports,
+    thread_presence,
     threads,
     tokens,
     users,
@@ -30,6 +31,7 @@ def routers(ctx: WebContext, guards: Guards) -> list[APIRouter]:
     modules = (
         threads,
         inbox_bulk,
+        thread_presence,
         campaign_new,
         campaigns,
         leads,

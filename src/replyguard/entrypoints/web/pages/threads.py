@@ -4,7 +4,7 @@ press Send (`person_send.send_reply`; a double submit is one email)."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form
@@ -17,13 +17,28 @@ from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.sanitize import message_csp, sanitize_email_html
 from replyguard.entrypoints.web.security import Guards, Viewer
 from replyguard.entrypoints.web.thread_actions import BadDecision, decision_request, forms_for
-from replyguard.service_layer.decisions import DecisionError, ThreadNotFound, decide
+from replyguard.service_layer import presence
+from replyguard.service_layer.decisions import (
+    DecisionError,
+    ThreadNotFound,
+    VersionChanged,
+    decide,
+)
 from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
-from replyguard.service_layer.queries import NotFound
+from replyguard.service_layer.queries import NotFound, Page
 from replyguard.service_layer.queries import threads as tq
 from replyguard.service_layer.queries.thread_page import thread_page
 
 _TEXT = 200  # longest filter value read from a URL
+#: What a thread page shows when nothing was just done on it.
+BLANK: dict[str, Any] = {
+    "error": "",
+    "changed": [],
+    "kept": "",
+    "decided": False,
+    "sent": None,
+    "again": False,
+}
 
 
 def inbox_filter(
@@ -52,6 +67,15 @@ def waited(delta: timedelta) -> str:
     return f"{minutes // (24 * 60)} days"
 
 
+def _triage(request: Request, rows: Page[tq.InboxRow], now: datetime) -> dict[str, Any]:
+    """What the inbox's triage needs besides the rows: how long each has waited, and the
+    page to come back to after a bulk decision (its filters)."""
+    return {
+        "waited": {row.id: waited(now - row.created_at) for row in rows.items},
+        "back": str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""),
+    }
+
+
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter()
     Who = Annotated[Viewer, Depends(guards.page(Capability.READ))]
@@ -77,14 +101,8 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             counts = tq.inbox_counts(uow, f)
             rows = tq.inbox(uow, settings, f, page=max(1, page))
             options = tq.filter_options(uow)
-        now = ctx.app.clock.now()
         context = {"viewer": who, "active": "inbox", "f": f, "counts": counts, "rows": rows}
-        context.update(
-            options=options,
-            states=tq.STATES,
-            waited={row.id: waited(now - row.created_at) for row in rows.items},
-            back=str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""),
-        )
+        context.update(options=options, states=tq.STATES, **_triage(request, rows, ctx.app.clock.now()))
         return ctx.renderer.page(request, "inbox.html", context)
 
     def render_thread(
@@ -92,14 +110,15 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     ) -> Response:
         images = request.query_params.get("images") == "1"
         with ctx.scoped.read(who.workspace_id) as uow:
-            view = thread_page(uow, thread_id, settings)
+            view = thread_page(uow, thread_id, settings, viewer=who.email)
+        mark_viewing(ctx, who, thread_id)  # after the read: the thread is this workspace's
         received = view.received
         safe = (
             sanitize_email_html(received.html, remote_images=images)
             if received and received.html.strip()
             else None
         )
-        context = {"error": "", "decided": False, "sent": None, "again": False, **extra}
+        context = {**BLANK, **extra}
         context.update(
             viewer=who,
             active="inbox",
@@ -132,6 +151,8 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         to: Annotated[str, Form(max_length=320)] = "",
         lead: Annotated[str, Form(max_length=320)] = "",
         step_id: Annotated[str, Form(max_length=20)] = "",
+        seen: Annotated[str, Form(max_length=12)] = "",
+        confirm: Annotated[str, Form(max_length=5)] = "",
     ) -> Response:
         try:
             decision = decision_request(
@@ -143,14 +164,17 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
                 to=to,
                 lead=lead,
                 step_id=step_id,
+                seen=seen_of(seen),
+                confirmed=confirm == "1",
             )
             with ctx.scoped.write(who.workspace_id) as uow:
                 result = decide(uow, thread_id, decision, settings)
                 uow.commit()
         except ThreadNotFound:
             raise NotFound(f"no thread {thread_id}") from None
-        except (BadDecision, DecisionError, LookupError) as exc:
-            return render_thread(request, who, thread_id, status=409, error=str(exc))
+        except (BadDecision, DecisionError, LookupError, VersionChanged) as exc:
+            changed = exc.changes if isinstance(exc, VersionChanged) else []
+            return render_thread(request, who, thread_id, status=409, error=str(exc), changed=changed)
         target = result.new_thread_id or thread_id
         return RedirectResponse(f"/threads/{target}?decided=1#history", status_code=303)
 
@@ -161,15 +185,31 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         thread_id: ObjectId,
         body: Annotated[str, Form(max_length=100_000)] = "",
         subject: Annotated[str, Form(max_length=998)] = "",
+        seen: Annotated[str, Form(max_length=12)] = "",
+        another: Annotated[str, Form(max_length=5)] = "",
     ) -> Response:
-        """The Send button: the person's explicit action, the only way a draft leaves."""
-        answer = PersonReply(thread_id, body, by=who.email, subject=subject.strip() or None)
+        """The Send button: the person's explicit action, the only way a draft leaves. Sent
+        only on the version the page showed, the body as the person left it."""
         try:
+            answer = PersonReply(
+                thread_id,
+                body,
+                who.email,
+                subject.strip() or None,
+                seen=seen_of(seen),
+                another=another == "1",
+            )
             result = send_reply(ctx.app_for(who.workspace_id), answer)
         except ThreadNotFound:
             raise NotFound(f"no thread {thread_id}") from None
-        except SendRefused as exc:
-            return render_thread(request, who, thread_id, status=409, error=str(exc))
+        except (BadDecision, SendRefused, VersionChanged) as exc:
+            changed = exc.changes if isinstance(exc, VersionChanged) else []
+            # Their text stays in the form: what they wrote is never replaced by a new draft.
+            return render_thread(
+                request, who, thread_id, status=409, error=str(exc), changed=changed, kept=body
+            )
+        finally:
+            leave(ctx, who, thread_id)
         if result.state not in ("sent", "sending") and not result.duplicate:
             # The transport refused it or its outcome is unknown: the person reads why here;
             # a refused answer may be sent again, an unknown one is never resent by itself.
@@ -179,3 +219,23 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return RedirectResponse(f"/threads/{thread_id}?sent={result.send_id}{again}#answers", status_code=303)
 
     return routes
+
+
+def leave(ctx: WebContext, who: Viewer, thread_id: int) -> None:
+    """The person's answer went (or was refused): they are no longer answering."""
+    with ctx.scoped.write(who.workspace_id) as uow:
+        presence.leave(uow, thread_id, who.email)
+        uow.commit()
+
+
+def seen_of(seen: str) -> int:
+    """The version the page showed (its hidden field)."""
+    if not seen.isdigit() or len(seen) > 12:
+        raise BadDecision("this page is older than the thread's versions: reload it and act again")
+    return int(seen)
+
+
+def mark_viewing(ctx: WebContext, who: Viewer, thread_id: int) -> None:
+    with ctx.scoped.write(who.workspace_id) as uow:
+        presence.mark(uow, thread_id, who.email, "viewing")
+        uow.commit()

@@ -118,6 +118,17 @@ document.addEventListener("DOMContentLoaded", () => {
       act();
     });
   }
+  // Tell the others on a thread that this person is writing an answer (a short-lived mark;
+  // the thread's version, not this, decides whose answer goes).
+  for (const area of document.querySelectorAll("textarea[data-presence]")) {
+    area.addEventListener("input", () => {
+      if (area.dataset.marked) return;
+      area.dataset.marked = "1";
+      const form = area.form;
+      const body = new URLSearchParams({ doing: "answering", csrf_token: form.elements["csrf_token"].value });
+      fetch(area.getAttribute("data-presence"), { method: "POST", body, credentials: "same-origin" });
+    }, { once: false });
+  }
   // Show times in the reader's own zone as a tooltip: <time datetime="...">.
   for (const t of document.querySelectorAll("time[datetime]")) {
     const when = new Date(t.getAttribute("datetime"));
