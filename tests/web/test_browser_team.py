@@ -58,7 +58,7 @@ def test_the_second_decision_and_the_second_answer_are_refused_with_what_changed
 
         # Ann stops; Ben, on the page he read before, resumes: refused, told what changed.
         ann.click("form[data-action=stop] button[type=submit]")
-        expect(ann.locator("#decided")).to_contain_text("stopped")
+        expect(ann.locator("[data-flash]")).to_contain_text("stopped")
         ben.click("form[data-action=resume] button[type=submit]")
         expect(ben.locator("#thread-error")).to_contain_text("changed since you opened it")
         expect(ben.locator("#changed")).to_contain_text(re.compile(rf"{re.escape(site.alpha.email)}.*stop"))
@@ -73,7 +73,7 @@ def test_the_second_decision_and_the_second_answer_are_refused_with_what_changed
         ann.fill("#body", "Hi Ada,\n\nthe pricing is attached.\n\nAnn")
         ben.fill("#body", "Hi Ada,\n\nhere is our pricing.\n\nBen")
         ann.click("#draft button[type=submit]")
-        expect(ann.locator("#sent")).to_contain_text("on its way")
+        expect(ann.locator("[data-flash]")).to_contain_text("on its way")
         ben.click("#draft button[type=submit]")
         expect(ben.locator("#thread-error")).to_contain_text(
             re.compile(rf"{re.escape(site.alpha.email)} answered at \d\d:\d\d")

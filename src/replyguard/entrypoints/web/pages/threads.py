@@ -15,7 +15,7 @@ from replyguard.domain.access import Capability
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.sanitize import message_csp, sanitize_email_html
-from replyguard.entrypoints.web.security import Guards, Viewer
+from replyguard.entrypoints.web.security import Guards, Viewer, flash
 from replyguard.entrypoints.web.thread_actions import BadDecision, decision_request, forms_for
 from replyguard.service_layer import presence
 from replyguard.service_layer.decisions import (
@@ -24,7 +24,7 @@ from replyguard.service_layer.decisions import (
     VersionChanged,
     decide,
 )
-from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
+from replyguard.service_layer.person_send import PersonReply, SendRefused, SendResult, send_reply
 from replyguard.service_layer.queries import NotFound, Page
 from replyguard.service_layer.queries import threads as tq
 from replyguard.service_layer.queries.thread_page import thread_page
@@ -35,9 +35,6 @@ BLANK: dict[str, Any] = {
     "error": "",
     "changed": [],
     "kept": "",
-    "decided": False,
-    "sent": None,
-    "again": False,
 }
 
 
@@ -76,6 +73,14 @@ def _triage(request: Request, rows: Page[tq.InboxRow], now: datetime) -> dict[st
     }
 
 
+def _say_sent(ctx: WebContext, who: Viewer, result: SendResult) -> None:
+    """The banner after Send, once, from the session (a reload says nothing more)."""
+    if result.duplicate:
+        flash(ctx, who, "This answer was sent already (same text): nothing was sent again.", "warn")
+    else:
+        flash(ctx, who, f"Your answer is on its way to {result.to}. The sequence stays stopped.")
+
+
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter()
     Who = Annotated[Viewer, Depends(guards.page(Capability.READ))]
@@ -101,9 +106,13 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             counts = tq.inbox_counts(uow, f)
             rows = tq.inbox(uow, settings, f, page=max(1, page))
             options = tq.filter_options(uow)
-        context = {"viewer": who, "active": "inbox", "f": f, "counts": counts, "rows": rows}
-        context.update(options=options, states=tq.STATES, **_triage(request, rows, ctx.app.clock.now()))
-        return ctx.renderer.page(request, "inbox.html", context)
+        triage = _triage(request, rows, ctx.app.clock.now())
+        return ctx.renderer.page(
+            request,
+            "inbox.html",
+            {"viewer": who, "active": "inbox", "f": f, "counts": counts, "rows": rows, **triage}
+            | {"options": options, "states": tq.STATES},
+        )
 
     def render_thread(
         request: Request, who: Viewer, thread_id: int, *, status: int = 200, **extra: Any
@@ -133,12 +142,8 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         )
 
     @routes.get("/threads/{thread_id}")
-    def thread_detail_page(
-        request: Request, who: Who, thread_id: ObjectId, decided: int = 0, sent: int = 0, again: int = 0
-    ) -> Response:
-        return render_thread(
-            request, who, thread_id, decided=decided == 1, sent=sent or None, again=again == 1
-        )
+    def thread_detail_page(request: Request, who: Who, thread_id: ObjectId) -> Response:
+        return render_thread(request, who, thread_id)
 
     @routes.post("/threads/{thread_id}/decide")
     def decide_on_thread(
@@ -176,7 +181,9 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             changed = exc.changes if isinstance(exc, VersionChanged) else []
             return render_thread(request, who, thread_id, status=409, error=str(exc), changed=changed)
         target = result.new_thread_id or thread_id
-        return RedirectResponse(f"/threads/{target}?decided=1#history", status_code=303)
+        # Said once, on the next page, from the session: a reload or a shared URL says nothing.
+        flash(ctx, who, f"{who.email}: {result.message}")
+        return RedirectResponse(f"/threads/{target}#history", status_code=303)
 
     @routes.post("/threads/{thread_id}/send")
     def send_answer(
@@ -215,8 +222,8 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             # a refused answer may be sent again, an unknown one is never resent by itself.
             error = f"Not sent ({result.state}): {result.detail}"
             return render_thread(request, who, thread_id, error=error)
-        again = "&again=1" if result.duplicate else ""
-        return RedirectResponse(f"/threads/{thread_id}?sent={result.send_id}{again}#answers", status_code=303)
+        _say_sent(ctx, who, result)
+        return RedirectResponse(f"/threads/{thread_id}#answers", status_code=303)
 
     return routes
 
