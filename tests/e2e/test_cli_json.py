@@ -107,7 +107,8 @@ def test_decisions_print_one_object_each(ws: Workspace, tmp_path: Path) -> None:
     )
     answer = tmp_path / "answer.txt"
     answer.write_text("Hi Priya,\n\n40 EUR a seat.\n\nDana\n", encoding="utf-8")
-    sent = one_object(ws, "threads", "send", tid, "--body-file", str(answer), "--by", "dana")
+    seen = str(ws.json("threads", "show", tid, now=NOW)["version"])  # what the person saw
+    sent = one_object(ws, "threads", "send", tid, "--body-file", str(answer), "--by", "dana", "--seen", seen)
     assert (sent["thread_id"], sent["state"], sent["to"], sent["duplicate"]) == (
         int(tid),
         "sent",
