@@ -95,6 +95,9 @@ def test_thirty_replies_triaged_with_the_keyboard_alone(thirty: tuple[str, App],
         page.keyboard.press("e")
         expect(page.locator("[data-flash]")).to_contain_text("1 thread done.")
         expect(page.locator("#thread-states a.current")).to_contain_text(str(PEOPLE - n))
+        # The new page's keys are live once app.js has marked its current row: a key pressed
+        # before that would be lost.
+        expect(page.locator("#threads tr.current")).to_have_count(1)
     assert counts(page) == {"open": 20, "snoozed": 0, "done": 10, "all": PEOPLE}
     # Ten assigned to me with `a` (assigned threads stay open; the keyboard moves on to the
     # thread that followed, wherever the assigned one is listed now).
