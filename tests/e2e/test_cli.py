@@ -499,6 +499,11 @@ def test_demo_runs_and_shows_a_reply(tmp_path: Path) -> None:
     assert "paused until 2027-01-04: Northwind Forecasting" in result.stdout
     to_priya = [parsedate_to_datetime(m["Date"]) for m in mails if "priya@fernhollow.test" in (m["To"] or "")]
     assert to_priya and max(to_priya) < replied_at, sorted(to_priya)
+    # She asked for Thursday: the draft follows her, instead of offering Tuesday.
+    shown = ws.run("threads", "show", "1", "--json", db=f"sqlite:///{tmp_path / 'demo.db'}")
+    assert shown.returncode == 0, shown.stderr
+    body = json.loads(shown.stdout)["draft"]["body"]
+    assert "Thursday works for me" in body and "Tuesday" not in body, body
 
 
 def test_ingest_mbox_maildir_and_stdin_through_the_cli(ws: Workspace) -> None:

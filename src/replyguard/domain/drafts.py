@@ -11,6 +11,7 @@ draft for the intent is shown instead, with a note that says so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -26,15 +27,20 @@ DRAFT_FIELDS: frozenset[str] = STANDARD_FIELDS | {
     "referral_address",
     "date",
     "subject",
+    "their_time",  # the day (and time) they suggested, as "Thursday at 10:00": see proposed_time
+    "asked",  # what their question is about ("pricing"), named in the draft's first line
 }
 
 DEFAULT_TEMPLATES: dict[str, str] = {
     Intent.INTERESTED: (
-        "Hi {{ first_name }},\n\nthank you, glad to hear it. Would Tuesday at 10:00 or Thursday at 15:00 "
-        "work for a 20 minute call? Happy to adapt to your calendar.\n\nBest,\n{{ sender }}\n"
+        "Hi {{ first_name }},\n\nthank you, glad to hear it. {% if their_time %}{{ their_time }} "
+        "works for me: I will send you an invitation for a 20 minute call.{% else %}Would Tuesday "
+        "at 10:00 or Thursday at 15:00 work for a 20 minute call? Happy to adapt to your "
+        "calendar.{% endif %}\n\nBest,\n{{ sender }}\n"
     ),
     Intent.QUESTION: (
-        "Hi {{ first_name }},\n\nthanks for asking. [Your answer here.]\n\n"
+        "Hi {{ first_name }},\n\nthanks for asking{% if asked %} about {{ asked }}{% endif %}. "
+        "[Your answer{% if asked %} on {{ asked }}{% endif %} here.]\n\n"
         "Happy to walk you through it on a short call if that helps.\n\nBest,\n{{ sender }}\n"
     ),
     Intent.REFERRAL: (
@@ -70,6 +76,36 @@ class Draft:
     source: str  # "template", "campaign" (a campaign's own template) or "model"
     #: Set when the campaign's own template failed and the built-in one is shown instead.
     note: str = ""
+
+
+_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_PROPOSAL = re.compile(
+    r"\b(?P<day>" + "|".join(_DAYS) + r"|tomorrow)\b"
+    r"(?:[ ,]+(?P<at>at|around|@)?\s*(?P<hour>[01]?\d|2[0-3])(?:[:.](?P<minute>[0-5]\d))?\s*"
+    r"(?P<half>am\b|pm\b|a\.m\.|p\.m\.)?)?",
+    re.IGNORECASE,
+)
+
+
+def proposed_time(text: str) -> str:
+    """The first day they suggested, with its time when they gave one ("Thursday at 10:00",
+    "Friday"), read from their own words (quoted lines left out); "" when they named none. The
+    draft then follows their proposal instead of offering other days."""
+    own = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(">"))
+    found = _PROPOSAL.search(own[:4000])
+    if found is None:
+        return ""
+    day = found["day"].capitalize()
+    # A bare number after the day is a date ("Thursday 20 March"), not a time.
+    if found["hour"] is None or not (found["at"] or found["minute"] or found["half"]):
+        return day
+    hour, minute = int(found["hour"]), int(found["minute"] or 0)
+    half = (found["half"] or "").replace(".", "").lower()
+    if half == "pm" and hour < 12:
+        hour += 12
+    elif half == "am" and hour == 12:
+        hour = 0
+    return f"{day} at {hour:02d}:{minute:02d}"
 
 
 def reply_subject(subject: str | None) -> str:

@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.campaign_spec import draft_templates
-from replyguard.domain.drafts import Draft, builtin_draft, reply_subject, template_draft
+from replyguard.domain.drafts import Draft, builtin_draft, proposed_time, reply_subject, template_draft
 from replyguard.domain.intent import LABELS, Intent
 from replyguard.domain.states import StepState, ThreadState
 from replyguard.service_layer import thread_versions
@@ -167,6 +167,8 @@ def draft_for(uow: UnitOfWork, thread: m.RescueThread, context: ThreadContext) -
         "referral_name": (result.referral_name if result else None) or "",
         "referral_address": (result.referral_address if result else None) or "",
         "date": result.date.strftime("%d %B") if result and result.date else "",
+        "their_time": proposed_time(thread.text or ""),
+        "asked": "pricing" if result is not None and result.pricing else "",
     }
     intent = result.intent if result else Intent.OTHER
     try:
