@@ -57,6 +57,7 @@ def test_the_second_decision_and_the_second_answer_are_refused_with_what_changed
         expect(ben.locator("#presence")).to_contain_text(f"{site.alpha.email} has it open")
 
         # Ann stops; Ben, on the page he read before, resumes: refused, told what changed.
+        ann.check("form[data-action=stop] input[name=sure]")
         ann.click("form[data-action=stop] button[type=submit]")
         expect(ann.locator("[data-flash]")).to_contain_text("stopped")
         ben.click("form[data-action=resume] button[type=submit]")

@@ -16,9 +16,11 @@ class ActionForm:
     label: str
     explain: str
     style: str = ""  # "primary" for the recommended kind of move, "danger" for a final one
-    needs: str = ""  # "" | "date" | "candidate" | "unknown_step" | "confirmation"
+    #: "" | "date" | "candidate" | "unknown_step" | "confirmation" | "sure" (a box to tick that
+    #: says `confirm`: the confirmation works without JavaScript; the server never reads it)
+    needs: str = ""
     fixed_date: date | None = None  # pause_until:DATE carries its own date
-    confirm: str = ""  # asked before a move that cannot be undone (with JavaScript on)
+    confirm: str = ""  # what a move that cannot be undone asks (a dialog, or the box of "sure")
 
 
 _FORMS: dict[str, ActionForm] = {
@@ -42,7 +44,8 @@ _FORMS: dict[str, ActionForm] = {
         "Stop",
         "No more emails in this product: its queued steps are cancelled.",
         "danger",
-        confirm="Stop this lead's sequence for good?",
+        needs="sure",
+        confirm="Yes: no more emails to this lead in this product",
     ),
     "pause_until": ActionForm(
         "pause_until",
