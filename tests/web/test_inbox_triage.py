@@ -111,9 +111,11 @@ def test_thirty_replies_triaged_with_the_keyboard_alone(thirty: tuple[str, App],
     page.keyboard.press("?")
     expect(page.locator("#keys-help")).to_be_visible()
     page.keyboard.press("Escape")
+    expect(page.locator("#keys-help")).to_be_hidden()  # a key before it closed went to the dialog
     for _ in range(10):
         page.keyboard.press("x")
         page.keyboard.press("j")
+    expect(page.locator("input[name=ids]:checked")).to_have_count(10)
     page.keyboard.press("s")
     expect(page.locator("#bulk input[name=until_at]")).to_be_focused()
     page.keyboard.type("2026-12-21 09:00 UTC")
