@@ -24,9 +24,9 @@ from sqlalchemy import Connection
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.send_policy import SendLimits
 from replyguard.entrypoints.cli.app import main
-from replyguard.service_layer import worker as worker_module
-from replyguard.service_layer.send_guard import SendGuard
-from replyguard.service_layer.worker_base import _SEND_ROWS, Claim, S
+from replyguard.service_layer.sending import worker as worker_module
+from replyguard.service_layer.sending.send_guard import SendGuard
+from replyguard.service_layer.sending.worker_base import _SEND_ROWS, Claim, S
 
 
 class BrokenSendGuard(SendGuard):

@@ -34,7 +34,7 @@ def _cpu(fn: object, *args: object) -> float:
 
 def _ingest(db_url: str) -> object:
     from replyguard.bootstrap import bootstrap
-    from replyguard.service_layer.ingest import ingest_raw
+    from replyguard.service_layer.inbound.ingest import ingest_raw
 
     app = bootstrap(db_url=db_url, now="2024-07-15T12:00:00+00:00")
     app.init_database()

@@ -29,9 +29,9 @@ from replyguard.adapters.db.migrate import upgrade  # noqa: E402
 from replyguard.bootstrap import App  # noqa: E402
 from replyguard.domain.clock import FixedClock  # noqa: E402
 from replyguard.domain.leads_csv import read_leads  # noqa: E402
-from replyguard.service_layer.campaigns import create_campaign  # noqa: E402
-from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads  # noqa: E402
-from replyguard.service_layer.leads import import_leads  # noqa: E402
+from replyguard.service_layer.workspace.campaigns import create_campaign  # noqa: E402
+from replyguard.service_layer.workspace.enrollment import EnrollReport, candidate_lead_ids, enroll_leads  # noqa: E402
+from replyguard.service_layer.workspace.leads import import_leads  # noqa: E402
 from replyguard.settings import Settings  # noqa: E402
 
 PG_ADMIN = os.environ.get("REPLYGUARD_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")

@@ -30,7 +30,7 @@ from rich.table import Table
 from replyguard.bootstrap import bootstrap
 from replyguard.domain.access import Level, Principal
 from replyguard.entrypoints.http import create_app
-from replyguard.service_layer.api_tokens import create_token
+from replyguard.service_layer.workspace.api_tokens import create_token
 
 BOMB = """
 product = "Atlas"

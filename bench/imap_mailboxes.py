@@ -37,10 +37,10 @@ from replyguard.adapters.secret_box import new_key
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.leads_csv import read_leads
-from replyguard.service_layer.campaigns import create_campaign
-from replyguard.service_layer.leads import import_leads
-from replyguard.service_layer.mailbox_accounts import Account, connect_mailbox
-from replyguard.service_layer.worker import Worker
+from replyguard.service_layer.sending.worker import Worker
+from replyguard.service_layer.workspace.campaigns import create_campaign
+from replyguard.service_layer.workspace.leads import import_leads
+from replyguard.service_layer.workspace.mailbox_accounts import Account, connect_mailbox
 from replyguard.settings import Settings
 
 

@@ -22,7 +22,7 @@ from rich.table import Table
 from sqlalchemy import text
 
 from replyguard.domain.inbound.classify import classify
-from replyguard.service_layer.ingest import ingest_raw
+from replyguard.service_layer.inbound.ingest import ingest_raw
 
 
 def targets_of(url_app: object) -> list[tuple[str, str | None]]:

@@ -23,8 +23,8 @@ from sqlalchemy import event, select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.ingest import ingest_raw
-from replyguard.service_layer.replies import IncomingReply, record_reply
+from replyguard.service_layer.inbound.ingest import ingest_raw
+from replyguard.service_layer.inbound.replies import IncomingReply, record_reply
 
 
 class StatementCounter:

@@ -22,7 +22,7 @@ from rich.table import Table
 from sqlalchemy import text
 
 from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.replies import IncomingReply, record_reply
+from replyguard.service_layer.inbound.replies import IncomingReply, record_reply
 
 
 def bench_db(kind: str, sizes: list[int], replies: int, console: Console) -> list[dict[str, object]]:

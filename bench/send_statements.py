@@ -29,7 +29,7 @@ from sqlalchemy import event
 
 from replyguard.adapters.transports.base import BeforeCommitHook, Delivery, Outcome, Probe
 from replyguard.domain.outgoing import OutgoingEmail
-from replyguard.service_layer.worker import Worker
+from replyguard.service_layer.sending.worker import Worker
 
 
 class Counter:

@@ -42,7 +42,7 @@ def guarded(url: str, start: mp.Barrier, batch: int = 1) -> None:  # type: ignor
 
     os.environ["REPLYGUARD_SEND_BATCH"] = str(batch)
     from replyguard.bootstrap import bootstrap
-    from replyguard.service_layer.worker import Worker
+    from replyguard.service_layer.sending.worker import Worker
 
     app = bootstrap(url, now=START.isoformat(), transport="null:")
     worker = Worker(app)

@@ -66,13 +66,13 @@ from replyguard.bootstrap import App
 from replyguard.domain.leads_csv import read_leads
 from replyguard.domain.schedule import SendWindow, Wait, load_zone, local_day
 from replyguard.domain.states import ReplyKind, ReplyState, StepState
-from replyguard.service_layer.actions import approve_steps, resolve_unknown, set_lead_state
-from replyguard.service_layer.campaigns import create_campaign
-from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
-from replyguard.service_layer.leads import import_leads
-from replyguard.service_layer.mailboxes import resume_mailbox
-from replyguard.service_layer.replies import IncomingReply, record_reply
-from replyguard.service_layer.step_decisions import DecisionRefused, resend_step, skip_step
+from replyguard.service_layer.inbound.replies import IncomingReply, record_reply
+from replyguard.service_layer.rescue.actions import approve_steps, resolve_unknown, set_lead_state
+from replyguard.service_layer.rescue.step_decisions import DecisionRefused, resend_step, skip_step
+from replyguard.service_layer.workspace.campaigns import create_campaign
+from replyguard.service_layer.workspace.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
+from replyguard.service_layer.workspace.leads import import_leads
+from replyguard.service_layer.workspace.mailboxes import resume_mailbox
 from replyguard.settings import Settings
 
 DEFAULT_DB = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

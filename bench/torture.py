@@ -66,10 +66,10 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock, ensure_aware
 from replyguard.domain.leads_csv import read_leads
 from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.campaigns import create_campaign
-from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
-from replyguard.service_layer.leads import import_leads
-from replyguard.service_layer.replies import IncomingReply, record_reply
+from replyguard.service_layer.inbound.replies import IncomingReply, record_reply
+from replyguard.service_layer.workspace.campaigns import create_campaign
+from replyguard.service_layer.workspace.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
+from replyguard.service_layer.workspace.leads import import_leads
 from replyguard.settings import Settings
 
 DEFAULT_DB = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

@@ -37,8 +37,8 @@ from sqlalchemy import Connection, text
 from replyguard.bootstrap import App
 from replyguard.domain.access import Level, Principal
 from replyguard.entrypoints.http import create_app
-from replyguard.service_layer.accounts import add_user
-from replyguard.service_layer.api_tokens import create_token
+from replyguard.service_layer.workspace.accounts import add_user
+from replyguard.service_layer.workspace.api_tokens import create_token
 
 PASSWORD = "benchmark password"  # noqa: S105 (a scratch database, dropped after the run)
 SEED = 1000

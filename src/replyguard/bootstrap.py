@@ -34,8 +34,8 @@ if TYPE_CHECKING:  # built on demand: most commands need none of them
     from replyguard.adapters.model_client import ModelClient
     from replyguard.adapters.notices.base import NoticeChannel
     from replyguard.adapters.secret_box import SecretBox
-    from replyguard.service_layer.mailbox_pollers import MailboxPollers
-    from replyguard.service_layer.notice_delivery import NoticeDelivery
+    from replyguard.service_layer.inbound.mailbox_pollers import MailboxPollers
+    from replyguard.service_layer.rescue.notice_delivery import NoticeDelivery
 
 DEFAULT_WORKSPACE = "default"
 DEFAULT_TRANSPORT = "maildir:outbox"
@@ -172,7 +172,7 @@ class App:
         from replyguard.adapters.secret_box import NoSecretKey, SecretUnreadable
         from replyguard.adapters.transports.refusing import RefusingTransport
         from replyguard.adapters.transports.smtp import SmtpTransport
-        from replyguard.service_layer.mailbox_accounts import smtp_settings_of
+        from replyguard.service_layer.workspace.mailbox_accounts import smtp_settings_of
 
         try:
             return SmtpTransport(smtp_settings_of(address, smtp_url, secret, self.secret_box()))
@@ -198,12 +198,12 @@ class App:
     def notice_delivery(self, channels: list[NoticeChannel] | None = None) -> NoticeDelivery:
         """The notice outbox's delivery to `channels` (by default the configured ones), with the
         model's drafts before each pass when a model is configured."""
-        from replyguard.service_layer.notice_delivery import NoticeDelivery
+        from replyguard.service_layer.rescue.notice_delivery import NoticeDelivery
 
         drafts: Callable[[], int] | None = None
         client = self.model_client()
         if client is not None:
-            from replyguard.service_layer.drafting import draft_pending
+            from replyguard.service_layer.rescue.drafting import draft_pending
 
             def drafts() -> int:
                 return draft_pending(self, client)
@@ -229,8 +229,8 @@ class App:
         ImapUrlError for a URL that does not parse.
         """
         from replyguard.adapters.imap_source import ImapPoller, parse_imap_url
-        from replyguard.service_layer.pollers import DbCursorStore, SourceLease, ingest_fetched
-        from replyguard.service_layer.source_health import RecordedHealth
+        from replyguard.service_layer.inbound.pollers import DbCursorStore, SourceLease, ingest_fetched
+        from replyguard.service_layer.inbound.source_health import RecordedHealth
 
         source = parse_imap_url(url, folder)
         return ImapPoller(
@@ -254,8 +254,8 @@ class App:
     ) -> MailboxPollers:
         """One poller for every connected mailbox: each watched folder of each mailbox with an
         IMAP account, read by its own `imap_poller`, the list read again while it runs."""
-        from replyguard.service_layer.mailbox_accounts import watched_sources
-        from replyguard.service_layer.mailbox_pollers import MailboxPollers
+        from replyguard.service_layer.inbound.mailbox_pollers import MailboxPollers
+        from replyguard.service_layer.workspace.mailbox_accounts import watched_sources
 
         def sources() -> dict[str, str]:
             with self.uow() as uow:

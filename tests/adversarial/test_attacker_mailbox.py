@@ -27,8 +27,8 @@ from sqlalchemy import func, select
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.confirmations import confirm_sender, pending_confirmations
-from replyguard.service_layer.ingest import ingest_raw
+from replyguard.service_layer.inbound.confirmations import confirm_sender, pending_confirmations
+from replyguard.service_layer.inbound.ingest import ingest_raw
 from tests.support.identity import (
     AISHA,
     DANA,

@@ -28,7 +28,7 @@ from replyguard.domain.clock import FixedClock
 from replyguard.domain.inbound.classify import classify
 from replyguard.domain.inbound.parse import parse_message
 from replyguard.entrypoints.http.compose import compose, header_pairs
-from replyguard.service_layer.ingest import ingest_raw
+from replyguard.service_layer.inbound.ingest import ingest_raw
 from tests.support.identity import PRIYA, first_sent, raw_mail, reply_headers, sent_workspace
 from tests.support.scenario import REPORTS
 

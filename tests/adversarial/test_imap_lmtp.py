@@ -21,7 +21,7 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.adapters.imap_source import Fetched
 from replyguard.bootstrap import App
-from replyguard.service_layer.pollers import ingest_fetched, read_cursor
+from replyguard.service_layer.inbound.pollers import ingest_fetched, read_cursor
 from tests.adversarial import hostile
 from tests.integration.test_http_inbound import PRIYA
 from tests.integration.test_imap_poller import FAST, Running, note, wait_for

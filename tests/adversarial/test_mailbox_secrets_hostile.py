@@ -15,14 +15,14 @@ from sqlalchemy import text
 from replyguard.adapters.secret_box import SecretBox, new_key
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.mailbox_accounts import (
+from replyguard.service_layer.sending.worker import Worker
+from replyguard.service_layer.workspace.mailbox_accounts import (
     Account,
     check_account,
     connect_mailbox,
     rotate_secrets,
     stored_account,
 )
-from replyguard.service_layer.worker import Worker
 from replyguard.settings import Environment
 from tests.support.scenario import simple_workspace
 from tests.support.smtp_servers import RecordingSmtpServer

@@ -23,7 +23,7 @@ from replyguard.domain.inbound import classify
 from replyguard.domain.inbound.classify import classify_message
 from replyguard.domain.inbound.parse import header, parse_message
 from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.ingest import ingest_raw
+from replyguard.service_layer.inbound.ingest import ingest_raw
 from tests.support.identity import PRIYA, first_sent, raw_mail, reply_headers, sent_workspace
 from tests.support.scenario import REPORTS, lead_state
 

@@ -22,9 +22,9 @@ from replyguard.adapters.notices.http import SlackChannel, WebhookChannel
 from replyguard.adapters.transports.smtp import SmtpTransport
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.leads import find_lead
-from replyguard.service_layer.notice_delivery import NoticeDelivery
-from replyguard.service_layer.replies import IncomingReply, ReplyKind, record_reply
+from replyguard.service_layer.inbound.replies import IncomingReply, ReplyKind, record_reply
+from replyguard.service_layer.rescue.notice_delivery import NoticeDelivery
+from replyguard.service_layer.workspace.leads import find_lead
 from replyguard.settings import NotifySettings
 from tests.support.http_receiver import LoopbackServer, Received, WebhookReceiver
 from tests.support.scenario import REPORTS, load_examples, run_days

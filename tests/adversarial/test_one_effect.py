@@ -21,7 +21,7 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.entrypoints.http import create_app
 from replyguard.entrypoints.http.payloads import postmark_raw
-from replyguard.service_layer.ingest import IngestResult, ingest_raw, process_stored, store_raw
+from replyguard.service_layer.inbound.ingest import IngestResult, ingest_raw, process_stored, store_raw
 from tests.integration.test_http_inbound import PM_PASSWORD, PM_USER, serving
 from tests.support.identity import (
     DANA,

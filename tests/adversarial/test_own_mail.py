@@ -14,8 +14,8 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.ingest import ingest_raw
-from replyguard.service_layer.leads import contact_for_address
+from replyguard.service_layer.inbound.ingest import ingest_raw
+from replyguard.service_layer.workspace.leads import contact_for_address
 from tests.support.identity import (
     DANA,
     PRIYA,

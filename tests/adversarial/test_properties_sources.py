@@ -23,7 +23,7 @@ from replyguard.adapters.db import models as m
 from replyguard.adapters.mail_files import iter_messages
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.pollers import read_cursor
+from replyguard.service_layer.inbound.pollers import read_cursor
 from tests.adversarial import strategies as S
 from tests.adversarial.cli import run_cli
 from tests.adversarial.hostile import good_reply

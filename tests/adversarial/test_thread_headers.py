@@ -13,7 +13,7 @@ import pytest
 
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.ingest import ingest_raw
+from replyguard.service_layer.inbound.ingest import ingest_raw
 from tests.support.identity import first_sent, raw_mail, reply_headers, sent_workspace
 from tests.support.scenario import FORECASTING, REPORTS, lead_state
 

@@ -27,7 +27,7 @@ from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.states import StepState
 from replyguard.entrypoints.http import create_app
-from replyguard.service_layer.inbound_queries import list_inbound
+from replyguard.service_layer.inbound.views import list_inbound
 from tests.integration.test_http_inbound import (
     PM_PASSWORD,
     PM_USER,

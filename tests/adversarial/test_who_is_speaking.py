@@ -19,8 +19,8 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.ingest import ingest_raw
-from replyguard.service_layer.leads import contact_for_address
+from replyguard.service_layer.inbound.ingest import ingest_raw
+from replyguard.service_layer.workspace.leads import contact_for_address
 from tests.support.identity import (
     AISHA,
     PRIYA,
@@ -109,8 +109,10 @@ def test_a_stranger_in_her_thread_stops_her_but_unsubscribes_no_one_until_confir
         assert uow.session.scalars(select(m.Notice).where(m.Notice.thread_id == thread.id)).all()
         thread_id = thread.id
 
-    from replyguard.service_layer.confirmations import confirm_sender  # new: tests run on old code too
-    from replyguard.service_layer.decisions import Request, decide
+    from replyguard.service_layer.inbound.confirmations import (
+        confirm_sender,  # new: tests run on old code too
+    )
+    from replyguard.service_layer.rescue.decisions import Request, decide
 
     with app.uow() as uow:  # a person confirms on the thread: now it is hers, and it unsubscribes her
         decide(uow, thread_id, Request("confirm_sender", by="dana@northwind-analytics.test"), app.settings)
@@ -136,7 +138,7 @@ def test_a_rejected_stranger_is_never_learned_and_unsubscribes_no_one(app: App, 
         "imap",
     )
     [pending] = _pending(app)
-    from replyguard.service_layer.confirmations import reject_sender
+    from replyguard.service_layer.inbound.confirmations import reject_sender
 
     with app.uow() as uow:
         reject_sender(uow, pending.id, by="dana@northwind-analytics.test")
@@ -236,8 +238,8 @@ def test_the_authentication_verdict_of_every_message_is_recorded(app: App, clock
 def test_a_confirmation_never_learns_an_address_that_became_one_of_our_mailboxes(
     app: App, clock: FixedClock
 ) -> None:
-    from replyguard.service_layer.campaigns import create_campaign
-    from replyguard.service_layer.confirmations import confirm_sender
+    from replyguard.service_layer.inbound.confirmations import confirm_sender
+    from replyguard.service_layer.workspace.campaigns import create_campaign
     from tests.support.scenario import campaign_toml
 
     sent_workspace(app, clock)

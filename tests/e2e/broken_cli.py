@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from replyguard.entrypoints.cli.app import main
-from replyguard.service_layer import send_guard
+from replyguard.service_layer.sending import send_guard
 
 if os.environ.get("RG_BREAK") == "recheck-off":
     send_guard.recheck = lambda check, now: None  # type: ignore[assignment]

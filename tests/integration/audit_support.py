@@ -16,13 +16,15 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.inbound.classify import Classification
 from replyguard.domain.states import ReplyKind, StepState
-from replyguard.service_layer import ingest, notices, replies, send_guard
-from replyguard.service_layer.ingest import IngestResult
-from replyguard.service_layer.recovery import Recovery
-from replyguard.service_layer.replies import IncomingReply, ReplyEffect, ReplyOutcome
+from replyguard.service_layer.inbound import ingest, replies
+from replyguard.service_layer.inbound.ingest import IngestResult
+from replyguard.service_layer.inbound.replies import IncomingReply, ReplyEffect, ReplyOutcome
+from replyguard.service_layer.rescue import notices
+from replyguard.service_layer.sending import send_guard
+from replyguard.service_layer.sending.recovery import Recovery
+from replyguard.service_layer.sending.worker import Worker
+from replyguard.service_layer.sending.worker_base import Fence, S
 from replyguard.service_layer.uow import UnitOfWork
-from replyguard.service_layer.worker import Worker
-from replyguard.service_layer.worker_base import Fence, S
 from tests.support.scenario import Q1, REPORTS, load_examples, reply
 
 CANARY = "team@ours.test"

@@ -11,8 +11,8 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.ingest import ingest_raw
-from replyguard.service_layer.leads import find_lead
+from replyguard.service_layer.inbound.ingest import ingest_raw
+from replyguard.service_layer.workspace.leads import find_lead
 from tests.support.scenario import REPORTS, lead_state, load_examples, run_days, step_counts
 
 MARC = "marc.keller@brightline-logistics.test"

@@ -15,15 +15,15 @@ from replyguard.adapters.transports.smtp import SmtpTransport
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.leads_csv import read_leads
-from replyguard.service_layer import audit as audit_module
-from replyguard.service_layer import ingest
-from replyguard.service_layer.audit import AuditReport, audit_history, audit_run, run_audit
-from replyguard.service_layer.audit_drive import Driver
-from replyguard.service_layer.campaigns import create_campaign
-from replyguard.service_layer.leads import import_leads
-from replyguard.service_layer.notice_delivery import NoticeDelivery
-from replyguard.service_layer.thread_views import list_threads
-from replyguard.service_layer.worker import Worker
+from replyguard.service_layer.audit.drive import Driver
+from replyguard.service_layer.audit.run import AuditReport, audit_history, audit_run, run_audit
+from replyguard.service_layer.audit.run import run as audit_module
+from replyguard.service_layer.inbound import ingest
+from replyguard.service_layer.rescue.notice_delivery import NoticeDelivery
+from replyguard.service_layer.rescue.thread_views import list_threads
+from replyguard.service_layer.sending.worker import Worker
+from replyguard.service_layer.workspace.campaigns import create_campaign
+from replyguard.service_layer.workspace.leads import import_leads
 from replyguard.settings import NotifySettings
 from tests.integration import audit_support as breaks
 from tests.integration.audit_support import CANARY, PRIYA, Q1, live_workspace, prospects
@@ -181,7 +181,7 @@ def test_a_worker_running_alongside_never_races_the_audit(
         passes.append(Worker(app).run_once().claimed)
         return ingest_raw(app_, raw, source)
 
-    monkeypatch.setattr("replyguard.service_layer.audit_drive.ingest_raw", busy_then_ingest)
+    monkeypatch.setattr("replyguard.service_layer.audit.drive.ingest_raw", busy_then_ingest)
     report = audit(app)
     assert report.passed and len(passes) == 3
     assert passes == [0, 0, 0]  # the live worker found nothing of the canaries to claim

@@ -16,12 +16,12 @@ from replyguard.adapters.transports.base import Outcome
 from replyguard.bootstrap import App
 from replyguard.domain.audit import CheckResult, Original, Status, canary_reply
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.audit import audit_history, config_audit, run_audit
-from replyguard.service_layer.audit_config import Setup, config_checks, public_url
-from replyguard.service_layer.ingest import ingest_raw
-from replyguard.service_layer.notice_delivery import NoticeDelivery
-from replyguard.service_layer.pollers import SourceLease
-from replyguard.service_layer.worker import Worker
+from replyguard.service_layer.audit.config import Setup, config_checks, public_url
+from replyguard.service_layer.audit.run import audit_history, config_audit, run_audit
+from replyguard.service_layer.inbound.ingest import ingest_raw
+from replyguard.service_layer.inbound.pollers import SourceLease
+from replyguard.service_layer.rescue.notice_delivery import NoticeDelivery
+from replyguard.service_layer.sending.worker import Worker
 from replyguard.settings import NotifySettings, Settings
 from tests.integration.audit_support import CANARY, PRIYA, live_workspace
 from tests.integration.test_worker_guard import ScriptedTransport

@@ -17,8 +17,8 @@ from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.campaign_spec import CampaignSpecError
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.campaigns import create_campaign
-from replyguard.service_layer.worker import Worker
+from replyguard.service_layer.sending.worker import Worker
+from replyguard.service_layer.workspace.campaigns import create_campaign
 from tests.support.scenario import enroll_all
 from tests.support.sequences import (
     THREE_STEPS,
@@ -87,7 +87,7 @@ def test_a_new_mailbox_needs_its_settings(app: App) -> None:
 
 
 def test_mailbox_set_raises_the_cap_for_every_campaign(app: App, clock: FixedClock) -> None:
-    from replyguard.service_layer.mailboxes import MailboxSettings, set_mailbox
+    from replyguard.service_layer.workspace.mailboxes import MailboxSettings, set_mailbox
 
     leads = [{"email": f"l{i}@corp.test", "first_name": "L"} for i in range(10)]
     setup(app, campaign_file("A", cap=2, steps=steps_toml(("0d", "Hi", "One.", False))), leads)
@@ -108,7 +108,7 @@ def test_mailbox_set_raises_the_cap_for_every_campaign(app: App, clock: FixedClo
 
 
 def test_campaign_update_changes_what_is_not_sent_and_nothing_that_is(app: App, clock: FixedClock) -> None:
-    from replyguard.service_layer.campaign_changes import apply_update, plan_update
+    from replyguard.service_layer.workspace.campaign_changes import apply_update, plan_update
 
     setup(app, campaign_file("A", cap=100), [ANN])
     enroll_all(app, "A")
@@ -155,7 +155,7 @@ def test_campaign_update_changes_what_is_not_sent_and_nothing_that_is(app: App, 
 
 
 def test_campaign_update_removes_a_step_and_skips_it_where_queued(app: App, clock: FixedClock) -> None:
-    from replyguard.service_layer.campaign_changes import apply_update
+    from replyguard.service_layer.workspace.campaign_changes import apply_update
 
     setup(app, campaign_file("A"), [ANN])
     enroll_all(app, "A")
@@ -188,7 +188,7 @@ def test_campaign_update_removes_a_step_and_skips_it_where_queued(app: App, cloc
 def test_campaign_update_refuses_a_new_product_or_mailbox(
     app: App, change: dict[str, str], message: str
 ) -> None:
-    from replyguard.service_layer.campaign_changes import plan_update
+    from replyguard.service_layer.workspace.campaign_changes import plan_update
 
     _create(app, campaign_file("A"))
     with pytest.raises(CampaignSpecError, match=message), app.uow() as uow:
@@ -196,7 +196,7 @@ def test_campaign_update_refuses_a_new_product_or_mailbox(
 
 
 def test_campaign_update_of_a_shared_mailbox_setting_points_to_mailbox_set(app: App) -> None:
-    from replyguard.service_layer.campaign_changes import plan_update
+    from replyguard.service_layer.workspace.campaign_changes import plan_update
 
     _create(app, campaign_file("A", cap=100))
     _create(app, campaign_file("B", cap=100))
@@ -211,7 +211,7 @@ def test_campaign_update_of_a_shared_mailbox_setting_points_to_mailbox_set(app: 
 
 
 def test_campaign_update_applies_only_what_was_shown(app: App) -> None:
-    from replyguard.service_layer.campaign_changes import apply_update, plan_update
+    from replyguard.service_layer.workspace.campaign_changes import apply_update, plan_update
 
     _create(app, campaign_file("A"))
     with app.uow() as uow:
@@ -221,7 +221,7 @@ def test_campaign_update_applies_only_what_was_shown(app: App) -> None:
 
 
 def test_campaign_list_shows_each_campaign_with_its_mailbox(app: App) -> None:
-    from replyguard.service_layer.campaigns import list_campaigns
+    from replyguard.service_layer.workspace.campaigns import list_campaigns
 
     setup(app, campaign_file("A", cap=40), [ANN])
     enroll_all(app, "A")

@@ -32,7 +32,7 @@ from replyguard.domain.message_ids import unsubscribe_token
 from replyguard.domain.provider_retries import MAILGUN, POSTMARK, SENDGRID
 from replyguard.domain.states import StepState
 from replyguard.entrypoints.http import create_app
-from replyguard.service_layer.leads import find_lead
+from replyguard.service_layer.workspace.leads import find_lead
 from tests.support.scenario import FORECASTING, REPORTS, lead_state, load_examples, run_days, step_counts
 
 PRIYA = "priya@fernhollow.test"

@@ -18,9 +18,9 @@ from replyguard.adapters.db import models as m
 from replyguard.adapters.imap_source import Timing
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.ingest import IngestResult
-from replyguard.service_layer.leads import find_lead
-from replyguard.service_layer.pollers import ingest_fetched
+from replyguard.service_layer.inbound.ingest import IngestResult
+from replyguard.service_layer.inbound.pollers import ingest_fetched
+from replyguard.service_layer.workspace.leads import find_lead
 from tests.support.imap_server import DovecotServer, dovecot_or_skip
 from tests.support.scenario import REPORTS, lead_state, load_examples, run_days
 

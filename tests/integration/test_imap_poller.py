@@ -32,9 +32,9 @@ from replyguard.adapters.imap_source import Fetched, ImapPoller, ImapUrlError, T
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.entrypoints.cli.app import app as cli
-from replyguard.service_layer.ingest import IngestResult, ingest_raw
-from replyguard.service_layer.leads import find_lead
-from replyguard.service_layer.pollers import advisory_key, read_cursor
+from replyguard.service_layer.inbound.ingest import IngestResult, ingest_raw
+from replyguard.service_layer.inbound.pollers import advisory_key, read_cursor
+from replyguard.service_layer.workspace.leads import find_lead
 from tests.support.imap_server import PASSWORD, DovecotServer, dovecot_or_skip
 from tests.support.scenario import REPORTS, lead_state, load_examples, run_days, step_counts
 

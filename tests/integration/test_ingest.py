@@ -19,9 +19,9 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.message_ids import unsubscribe_token
 from replyguard.domain.next_step import ThreadKind
-from replyguard.service_layer.confirmations import confirm_sender
-from replyguard.service_layer.ingest import ingest_raw
-from replyguard.service_layer.leads import contact_for_address, find_lead
+from replyguard.service_layer.inbound.confirmations import confirm_sender
+from replyguard.service_layer.inbound.ingest import ingest_raw
+from replyguard.service_layer.workspace.leads import contact_for_address, find_lead
 from tests.support.scenario import FORECASTING, REPORTS, lead_state, load_examples, run_days, step_counts
 
 PRIYA = "priya@fernhollow.test"

@@ -23,10 +23,10 @@ from replyguard.adapters.secret_box import new_key
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.leads_csv import read_leads
-from replyguard.service_layer.campaigns import create_campaign
-from replyguard.service_layer.leads import find_lead, import_leads
-from replyguard.service_layer.mailbox_accounts import Account, connect_mailbox
-from replyguard.service_layer.worker import Worker
+from replyguard.service_layer.sending.worker import Worker
+from replyguard.service_layer.workspace.campaigns import create_campaign
+from replyguard.service_layer.workspace.leads import find_lead, import_leads
+from replyguard.service_layer.workspace.mailbox_accounts import Account, connect_mailbox
 from tests.support.imap_server import DovecotServer, dovecot_or_skip
 from tests.support.scenario import campaign_toml, csv_of, enroll_all, lead_state
 

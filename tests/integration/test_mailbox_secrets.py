@@ -9,7 +9,7 @@ from sqlalchemy import select, text
 from replyguard.adapters.db import models as m
 from replyguard.adapters.secret_box import NoSecretKey, SecretBox, SecretUnreadable, new_key
 from replyguard.bootstrap import App
-from replyguard.service_layer.mailbox_accounts import (
+from replyguard.service_layer.workspace.mailbox_accounts import (
     Account,
     AccountError,
     connect_mailbox,
@@ -17,7 +17,7 @@ from replyguard.service_layer.mailbox_accounts import (
     rotate_secrets,
     stored_account,
 )
-from replyguard.service_layer.mailboxes import MailboxNotFound, list_mailboxes
+from replyguard.service_layer.workspace.mailboxes import MailboxNotFound, list_mailboxes
 from tests.support.scenario import simple_workspace
 
 PASSWORD = "correct horse battery staple 7"

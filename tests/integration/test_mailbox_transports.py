@@ -20,13 +20,13 @@ from replyguard.bootstrap import App
 from replyguard.domain.addresses import base_address
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.leads_csv import read_leads
-from replyguard.service_layer.campaigns import create_campaign
-from replyguard.service_layer.ingest import ingest_raw
-from replyguard.service_layer.leads import import_leads
-from replyguard.service_layer.mailbox_accounts import Account, connect_mailbox
-from replyguard.service_layer.person_send import PersonReply, send_reply
-from replyguard.service_layer.thread_views import list_threads
-from replyguard.service_layer.worker import Worker, WorkerReport
+from replyguard.service_layer.inbound.ingest import ingest_raw
+from replyguard.service_layer.rescue.person_send import PersonReply, send_reply
+from replyguard.service_layer.rescue.thread_views import list_threads
+from replyguard.service_layer.sending.worker import Worker, WorkerReport
+from replyguard.service_layer.workspace.campaigns import create_campaign
+from replyguard.service_layer.workspace.leads import import_leads
+from replyguard.service_layer.workspace.mailbox_accounts import Account, connect_mailbox
 from tests.support.scenario import campaign_toml, csv_of, enroll_all
 from tests.support.smtp_servers import Behaviour, RecordingSmtpServer
 from tests.support.tls import CertPair, TlsUnavailable, self_signed_cert

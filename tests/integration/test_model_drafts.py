@@ -13,10 +13,10 @@ from replyguard.adapters.model_client import ModelClient
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.drafting import draft_pending
-from replyguard.service_layer.leads import find_lead
-from replyguard.service_layer.replies import IncomingReply, record_reply
-from replyguard.service_layer.thread_views import list_threads, thread_detail
+from replyguard.service_layer.inbound.replies import IncomingReply, record_reply
+from replyguard.service_layer.rescue.drafting import draft_pending
+from replyguard.service_layer.rescue.thread_views import list_threads, thread_detail
+from replyguard.service_layer.workspace.leads import find_lead
 from replyguard.settings import ModelSettings
 from tests.support.http_receiver import ChatServer
 from tests.support.scenario import REPORTS, load_examples, run_days
@@ -118,8 +118,8 @@ def test_the_reply_transaction_never_reaches_the_model() -> None:
         if name == "replyguard.adapters.model_client"
     }
     # The composition root builds the client; the drafting service is the only one that calls it.
-    assert callers <= {"service_layer/drafting.py", "bootstrap.py"}, callers
-    assert "service_layer/drafting.py" in callers, callers
+    assert callers <= {"service_layer/rescue/drafting.py", "bootstrap.py"}, callers
+    assert "service_layer/rescue/drafting.py" in callers, callers
     for module in ("replies", "inbound_apply", "ingest", "threads", "notices", "thread_context"):
         imported = {name for _l, name in imports_of(PACKAGE / "service_layer" / f"{module}.py")}
-        assert "replyguard.service_layer.drafting" not in imported, module
+        assert "replyguard.service_layer.rescue.drafting" not in imported, module

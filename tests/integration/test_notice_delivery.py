@@ -18,7 +18,7 @@ from replyguard.adapters.notices.http import SlackChannel, WebhookChannel
 from replyguard.adapters.transports.smtp import SmtpTransport
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.notice_delivery import NoticeDelivery
+from replyguard.service_layer.rescue.notice_delivery import NoticeDelivery
 from replyguard.settings import NotifySettings
 from tests.support.failpoints import InjectedCrash, crash
 from tests.support.http_receiver import LoopbackServer, Received, WebhookReceiver

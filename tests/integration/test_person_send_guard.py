@@ -17,7 +17,7 @@ from replyguard.adapters.transports.base import BeforeCommitHook, Delivery, Outc
 from replyguard.bootstrap import App
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
+from replyguard.service_layer.rescue.person_send import PersonReply, SendRefused, send_reply
 from tests.support.scenario import reply, simple_workspace
 
 

@@ -31,7 +31,7 @@ from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.replies import IncomingReply, record_reply
+from replyguard.service_layer.inbound.replies import IncomingReply, record_reply
 from tests.support.scenario import simple_workspace
 from tests.support.smtp_servers import RecordingSmtpServer
 

@@ -12,8 +12,8 @@ from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.leads import find_lead
-from replyguard.service_layer.replies import IncomingReply, record_reply
+from replyguard.service_layer.inbound.replies import IncomingReply, record_reply
+from replyguard.service_layer.workspace.leads import find_lead
 from tests.support.failpoints import InjectedCrash, crash
 from tests.support.scenario import (
     FORECASTING,

@@ -14,11 +14,11 @@ from replyguard.adapters.db import models as m
 from replyguard.adapters.transports.smtp import SmtpTransport
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.decisions import DecisionError, Request, decide
-from replyguard.service_layer.ingest import ingest_raw
-from replyguard.service_layer.leads import find_lead
-from replyguard.service_layer.person_send import PersonReply, send_reply
-from replyguard.service_layer.thread_views import list_threads, thread_detail
+from replyguard.service_layer.inbound.ingest import ingest_raw
+from replyguard.service_layer.rescue.decisions import DecisionError, Request, decide
+from replyguard.service_layer.rescue.person_send import PersonReply, send_reply
+from replyguard.service_layer.rescue.thread_views import list_threads, thread_detail
+from replyguard.service_layer.workspace.leads import find_lead
 from tests.support.failpoints import InjectedCrash, crash
 from tests.support.scenario import (
     FORECASTING,

@@ -18,7 +18,7 @@ from replyguard.adapters.db import models as m
 from replyguard.adapters.transports.smtp import SmtpTransport
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.worker import Worker
+from replyguard.service_layer.sending.worker import Worker
 from tests.support.scenario import enroll_all, lead_state
 from tests.support.sequences import campaign_file, notices, setup, steps_of
 from tests.support.smtp_servers import Behaviour, RecordingSmtpServer, SmtpTestServer
@@ -132,7 +132,7 @@ def test_a_refused_sender_pauses_the_mailbox_and_tells_its_owner(app: App, clock
             s.state == "scheduled" and s.attempts == 0 for e in (ANN, BOB) for s in steps_of(app, e["email"])
         )
         server.behaviour = Behaviour.ACCEPT  # the sender is fixed
-        from replyguard.service_layer.mailboxes import resume_mailbox
+        from replyguard.service_layer.workspace.mailboxes import resume_mailbox
 
         with app.uow() as uow:
             assert resume_mailbox(uow, "rep@seller.test")

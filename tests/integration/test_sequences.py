@@ -22,9 +22,9 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.leads_csv import read_leads
 from replyguard.domain.states import ReplyKind, ReplyState
-from replyguard.service_layer.actions import approve_steps, set_lead_state
-from replyguard.service_layer.leads import import_leads
-from replyguard.service_layer.worker import Worker, WorkerReport
+from replyguard.service_layer.rescue.actions import approve_steps, set_lead_state
+from replyguard.service_layer.sending.worker import Worker, WorkerReport
+from replyguard.service_layer.workspace.leads import import_leads
 from tests.support.failpoints import InjectedCrash, crash
 from tests.support.scenario import csv_of, enroll_all, lead_state, reply
 from tests.support.sequences import (
@@ -101,7 +101,7 @@ def test_retries_running_out_hold_the_lead_instead_of_moving_on(app: App, clock:
 def test_skipping_a_failed_first_email_makes_the_next_one_start_the_thread(
     app: App, clock: FixedClock
 ) -> None:
-    from replyguard.service_layer.step_decisions import skip_step
+    from replyguard.service_layer.rescue.step_decisions import skip_step
 
     _one_lead(app)
     clock.advance(MONDAY_10)
@@ -121,7 +121,7 @@ def test_skipping_a_failed_first_email_makes_the_next_one_start_the_thread(
 
 
 def test_resending_a_failed_step_sends_it_then_the_rest_in_order(app: App, clock: FixedClock) -> None:
-    from replyguard.service_layer.step_decisions import resend_step
+    from replyguard.service_layer.rescue.step_decisions import resend_step
 
     _one_lead(app)
     clock.advance(MONDAY_10)
@@ -197,7 +197,7 @@ def test_a_worker_killed_during_a_send_strands_nothing(app: App, clock: FixedClo
     # SMTP cannot prove the first send did not happen: it is held for a person, never resent,
     # and nothing overtakes it.
     assert [s.state for s in steps_of(app, ANN["email"])] == ["unknown", "scheduled", "scheduled"]
-    from replyguard.service_layer.actions import resolve_unknown
+    from replyguard.service_layer.rescue.actions import resolve_unknown
 
     with app.uow() as uow:
         resolve_unknown(uow, steps_of(app, ANN["email"])[0].id, went_out=True)
@@ -335,7 +335,7 @@ def test_approval_is_of_content_a_changed_email_is_approved_again(app: App, cloc
 def test_a_person_mid_sequence_is_not_enrolled_again_from_the_same_mailbox(
     app: App, clock: FixedClock
 ) -> None:
-    from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
+    from replyguard.service_layer.workspace.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
 
     bob = {"email": "bob@corp.test", "first_name": "Bob"}
     setup(app, campaign_file("A"), [ANN, bob])

@@ -21,7 +21,7 @@ from replyguard.adapters.transports.base import Outcome, Probe
 from replyguard.adapters.transports.maildir import MaildirTransport
 from replyguard.bootstrap import App, bootstrap
 from replyguard.domain.leads_csv import read_leads
-from replyguard.service_layer.leads import import_leads
+from replyguard.service_layer.workspace.leads import import_leads
 from tests.conftest import pg_admin_url
 from tests.support.scenario import csv_of
 from tests.unit.test_outgoing import EMAIL

@@ -32,15 +32,21 @@ from replyguard.domain.clock import FixedClock
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.smtp_answers import Blame
 from replyguard.domain.states import OPEN, IllegalTransition, ReplyKind, ReplyState
-from replyguard.service_layer.actions import approve_steps, set_lead_state
-from replyguard.service_layer.campaign_changes import apply_update
-from replyguard.service_layer.decisions import DecisionError, Request, ThreadNotFound, VersionChanged, decide
-from replyguard.service_layer.leads import find_lead
-from replyguard.service_layer.mailboxes import resume_mailbox
-from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
-from replyguard.service_layer.step_decisions import DecisionRefused, resend_step, skip_step
+from replyguard.service_layer.rescue.actions import approve_steps, set_lead_state
+from replyguard.service_layer.rescue.decisions import (
+    DecisionError,
+    Request,
+    ThreadNotFound,
+    VersionChanged,
+    decide,
+)
+from replyguard.service_layer.rescue.person_send import PersonReply, SendRefused, send_reply
+from replyguard.service_layer.rescue.step_decisions import DecisionRefused, resend_step, skip_step
+from replyguard.service_layer.sending.worker import Worker, WorkerReport
 from replyguard.service_layer.uow import UnitOfWork
-from replyguard.service_layer.worker import Worker, WorkerReport
+from replyguard.service_layer.workspace.campaign_changes import apply_update
+from replyguard.service_layer.workspace.leads import find_lead
+from replyguard.service_layer.workspace.mailboxes import resume_mailbox
 from tests.conftest import START, build_app
 from tests.support.failpoints import NAMES, InjectedCrash, crash
 from tests.support.scenario import csv_of, enroll_all
@@ -135,8 +141,8 @@ class SequenceMachine(RuleBasedStateMachine):
         self.transport = LoggingTransport(MaildirTransport(outbox), self.log, self.clock)
         self.app.use_transport(self.transport)
         from replyguard.domain.leads_csv import read_leads
-        from replyguard.service_layer.campaigns import create_campaign
-        from replyguard.service_layer.leads import import_leads
+        from replyguard.service_layer.workspace.campaigns import create_campaign
+        from replyguard.service_layer.workspace.leads import import_leads
 
         with self.app.uow() as uow:
             create_campaign(uow, UPDATES["as created"])

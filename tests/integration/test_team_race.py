@@ -32,7 +32,7 @@ from sqlalchemy import Connection, select, text
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.leads import find_lead
+from replyguard.service_layer.workspace.leads import find_lead
 from tests.support.cli import clean_env
 from tests.support.scenario import reply, simple_workspace
 from tests.support.smtp_servers import RecordingSmtpServer

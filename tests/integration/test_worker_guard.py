@@ -17,7 +17,7 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.worker import Worker, WorkerReport
+from replyguard.service_layer.sending.worker import Worker, WorkerReport
 from tests.support.failpoints import InjectedCrash, crash
 from tests.support.scenario import lead_state, reply, simple_workspace, step_counts
 
@@ -224,10 +224,10 @@ def test_daily_cap_defers_to_the_next_day_and_drops_nothing(app: App, clock: Fix
 
 def test_steps_awaiting_approval_are_not_sent_until_approved(app: App, clock: FixedClock) -> None:
     from replyguard.domain.leads_csv import read_leads
-    from replyguard.service_layer.actions import approve_steps
-    from replyguard.service_layer.campaigns import create_campaign
-    from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
-    from replyguard.service_layer.leads import import_leads
+    from replyguard.service_layer.rescue.actions import approve_steps
+    from replyguard.service_layer.workspace.campaigns import create_campaign
+    from replyguard.service_layer.workspace.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
+    from replyguard.service_layer.workspace.leads import import_leads
     from tests.support.scenario import campaign_toml, csv_of
 
     with app.uow() as uow:

@@ -7,7 +7,7 @@ from datetime import timedelta
 from replyguard.adapters.transports.base import Outcome
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.worker import SendLine, Worker
+from replyguard.service_layer.sending.worker import SendLine, Worker
 from tests.integration.test_worker_guard import ScriptedTransport
 from tests.support.scenario import simple_workspace
 

@@ -27,9 +27,9 @@ from replyguard.adapters.transports.maildir import MaildirTransport
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.outgoing import OutgoingEmail
-from replyguard.service_layer.campaign_changes import apply_update
-from replyguard.service_layer.mailboxes import MailboxSettings, pause_mailbox, set_mailbox
-from replyguard.service_layer.worker import Worker
+from replyguard.service_layer.sending.worker import Worker
+from replyguard.service_layer.workspace.campaign_changes import apply_update
+from replyguard.service_layer.workspace.mailboxes import MailboxSettings, pause_mailbox, set_mailbox
 from tests.conftest import build_app
 from tests.support.scenario import campaign_toml, simple_workspace
 

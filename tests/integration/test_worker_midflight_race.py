@@ -36,7 +36,7 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.mailboxes import pause_mailbox
+from replyguard.service_layer.workspace.mailboxes import pause_mailbox
 from tests.support.cli import clean_env, run_cli
 from tests.support.scenario import campaign_toml, simple_workspace
 from tests.support.smtp_servers import Behaviour, RecordingSmtpServer, SmtpTestServer

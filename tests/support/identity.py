@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.leads import find_lead
+from replyguard.service_layer.workspace.leads import find_lead
 from tests.support.scenario import load_examples, run_days
 
 DANA = "dana@northwind-analytics.test"  # the Reports mailbox

@@ -12,11 +12,11 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.leads_csv import read_leads
 from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.campaigns import create_campaign
-from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
-from replyguard.service_layer.leads import find_lead, import_leads
-from replyguard.service_layer.replies import IncomingReply, ReplyOutcome, record_reply
-from replyguard.service_layer.worker import Worker, WorkerReport
+from replyguard.service_layer.inbound.replies import IncomingReply, ReplyOutcome, record_reply
+from replyguard.service_layer.sending.worker import Worker, WorkerReport
+from replyguard.service_layer.workspace.campaigns import create_campaign
+from replyguard.service_layer.workspace.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
+from replyguard.service_layer.workspace.leads import find_lead, import_leads
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 REPORTS = "Northwind Reports"

@@ -15,8 +15,8 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.leads_csv import read_leads
 from replyguard.domain.outgoing import OutgoingEmail
-from replyguard.service_layer.campaigns import create_campaign
-from replyguard.service_layer.leads import import_leads
+from replyguard.service_layer.workspace.campaigns import create_campaign
+from replyguard.service_layer.workspace.leads import import_leads
 from tests.support.scenario import csv_of
 
 WEEKDAYS = '"mon","tue","wed","thu","fri"'

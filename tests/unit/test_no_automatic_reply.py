@@ -21,8 +21,8 @@ ALLOWED_CALLERS = {
 #: Where a transport's send is called: the guarded worker (campaign steps), the person's
 #: answer, and the notice email to the owner. Nowhere else.
 TRANSPORT_SENDERS = {
-    "service_layer/send_guard.py",
-    "service_layer/person_send.py",
+    "service_layer/sending/send_guard.py",
+    "service_layer/rescue/person_send.py",
     "adapters/notices/email.py",
 }
 
@@ -35,7 +35,10 @@ def test_only_a_persons_command_can_send_a_draft() -> None:
     users = set()
     for name, tree in _modules().items():
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module == "replyguard.service_layer.person_send":
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "replyguard.service_layer.rescue.person_send"
+            ):
                 users.add(name)
             if isinstance(node, ast.Attribute) and node.attr == "send_reply":
                 users.add(name)
@@ -60,7 +63,7 @@ def test_a_transport_sends_only_steps_a_persons_answer_and_owner_notices() -> No
 def test_send_reply_needs_the_name_of_a_person() -> None:
     import pytest
 
-    from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
+    from replyguard.service_layer.rescue.person_send import PersonReply, SendRefused, send_reply
 
     with pytest.raises(SendRefused):
         send_reply(None, PersonReply(1, "hello", by=" "))  # type: ignore[arg-type]

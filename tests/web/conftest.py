@@ -10,7 +10,7 @@ from argon2 import PasswordHasher
 
 from replyguard.bootstrap import App
 from replyguard.entrypoints.http import create_app
-from replyguard.service_layer import accounts
+from replyguard.service_layer.workspace import accounts
 from tests.web.browser import browser  # noqa: F401 (a fixture, for the browser tests)
 from tests.web.support import Tenant, serving, tenant
 

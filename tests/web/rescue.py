@@ -15,10 +15,10 @@ from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.leads_csv import read_leads
-from replyguard.service_layer.campaigns import create_campaign
-from replyguard.service_layer.ingest import IngestResult, ingest_raw
-from replyguard.service_layer.leads import find_lead, import_leads
-from replyguard.service_layer.worker import Worker
+from replyguard.service_layer.inbound.ingest import IngestResult, ingest_raw
+from replyguard.service_layer.sending.worker import Worker
+from replyguard.service_layer.workspace.campaigns import create_campaign
+from replyguard.service_layer.workspace.leads import find_lead, import_leads
 from tests.support.scenario import csv_of, enroll_all
 
 ATLAS, BEACON = "Atlas", "Beacon"

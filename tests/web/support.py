@@ -16,8 +16,8 @@ from fastapi import FastAPI
 
 from replyguard.bootstrap import App
 from replyguard.domain.access import Level, Principal
-from replyguard.service_layer.accounts import add_user
-from replyguard.service_layer.api_tokens import create_token
+from replyguard.service_layer.workspace.accounts import add_user
+from replyguard.service_layer.workspace.api_tokens import create_token
 
 PASSWORD = "correct horse battery staple"
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')

@@ -17,7 +17,7 @@ from replyguard.adapters.db import models as m
 from replyguard.domain.access import Role
 from replyguard.domain.clock import FixedClock
 from replyguard.entrypoints.http import create_app
-from replyguard.service_layer.accounts import add_user
+from replyguard.service_layer.workspace.accounts import add_user
 from tests.web.conftest import Site
 from tests.web.rescue import ADA, live_workspace
 from tests.web.support import PASSWORD, api_client, csrf_of, serving, sign_in, signed_in

@@ -14,8 +14,8 @@ from replyguard.bootstrap import App
 from replyguard.domain.access import AccessDenied, Level, Principal, Role
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.throttle import LoginPolicy
-from replyguard.service_layer import account_admin, accounts, api_tokens, web_sessions
-from replyguard.service_layer.accounts import AccountError, SignIn, add_user, sign_in
+from replyguard.service_layer.workspace import account_admin, accounts, api_tokens, web_sessions
+from replyguard.service_layer.workspace.accounts import AccountError, SignIn, add_user, sign_in
 
 PASSWORD = "correct horse battery staple"
 POLICY = LoginPolicy()

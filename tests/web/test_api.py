@@ -100,7 +100,7 @@ def test_lead_search_takes_percent_and_underscore_literally(site: Site) -> None:
 
 
 def test_an_inbound_message_is_listed_and_its_html_comes_back_sanitised(site: Site) -> None:
-    from replyguard.service_layer.ingest import ingest_raw
+    from replyguard.service_layer.inbound.ingest import ingest_raw
 
     raw = (
         b"From: Someone <someone@elsewhere.test>\r\nTo: sam@atlas.test\r\nSubject: Hi there\r\n"

@@ -190,7 +190,7 @@ def assert_nothing_ran(page: Page, dialogs: list[str]) -> None:
 
 
 def test_hostile_inbound_html_runs_no_script_in_chromium(site: Site, browser: Browser) -> None:
-    from replyguard.service_layer.ingest import ingest_raw
+    from replyguard.service_layer.inbound.ingest import ingest_raw
 
     with spy_server() as (spy, hits):
         raw = hostile_message("<img src=x onerror=alert(1)> offer", spy)
@@ -230,7 +230,7 @@ def test_the_xss_check_itself_catches_a_script_that_runs(site: Site, browser: Br
     payload, the frame's sandbox opened to scripts and dialogs, the page's CSP dropped). The
     script then runs inside that frame and the checks above see it — so their silence there
     means something."""
-    from replyguard.service_layer.ingest import ingest_raw
+    from replyguard.service_layer.inbound.ingest import ingest_raw
 
     with spy_server() as (spy, _hits):
         ingest_raw(site.alpha.app, hostile_message("control", spy), "file")

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.transports.smtp import SmtpTransport
-from replyguard.service_layer.ingest import ingest_raw
+from replyguard.service_layer.inbound.ingest import ingest_raw
 from tests.support.scenario import lead_state, run_days, step_counts
 from tests.support.smtp_servers import RecordingSmtpServer
 from tests.web.browser import screenshot

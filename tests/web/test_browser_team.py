@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from replyguard.adapters.transports.smtp import SmtpTransport
 from replyguard.domain.access import Role
-from replyguard.service_layer.accounts import add_user
+from replyguard.service_layer.workspace.accounts import add_user
 from tests.support.scenario import lead_state
 from tests.support.smtp_servers import RecordingSmtpServer
 from tests.web.conftest import Site

@@ -20,9 +20,9 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.leads_csv import read_leads
 from replyguard.entrypoints.http import create_app
-from replyguard.service_layer.campaigns import create_campaign
-from replyguard.service_layer.leads import import_leads
-from replyguard.service_layer.worker import Worker
+from replyguard.service_layer.sending.worker import Worker
+from replyguard.service_layer.workspace.campaigns import create_campaign
+from replyguard.service_layer.workspace.leads import import_leads
 from tests.conftest import START, build_app
 from tests.support.scenario import csv_of, enroll_all
 from tests.web.rescue import ATLAS, ATLAS_CAMPAIGN, Live, campaign

@@ -7,7 +7,7 @@ import csv
 import io
 
 from replyguard.domain.leads_csv import read_leads
-from replyguard.service_layer.leads import import_leads
+from replyguard.service_layer.workspace.leads import import_leads
 from tests.support.cli import clean_env, run_cli
 from tests.web.conftest import Site
 from tests.web.support import signed_in

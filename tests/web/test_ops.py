@@ -14,8 +14,8 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.states import StepState
 from replyguard.entrypoints.http import create_app
-from replyguard.service_layer.ingest import ingest_raw
-from replyguard.service_layer.leads import find_lead
+from replyguard.service_layer.inbound.ingest import ingest_raw
+from replyguard.service_layer.workspace.leads import find_lead
 from replyguard.settings import Environment
 from tests.support.scenario import REPORTS, load_examples, run_days
 from tests.web.support import serving

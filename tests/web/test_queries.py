@@ -14,15 +14,15 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.leads_csv import read_leads
 from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.campaigns import create_campaign
-from replyguard.service_layer.leads import import_leads
-from replyguard.service_layer.pollers import SourceLease
+from replyguard.service_layer.inbound.pollers import SourceLease
+from replyguard.service_layer.inbound.source_health import RecordedHealth
 from replyguard.service_layer.queries import campaigns as cq
 from replyguard.service_layer.queries import inbound as iq
 from replyguard.service_layer.queries.charts import reply_activity
 from replyguard.service_layer.queries.ops import ops_snapshot
-from replyguard.service_layer.source_health import RecordedHealth
-from replyguard.service_layer.worker import Worker, WorkerReport
+from replyguard.service_layer.sending.worker import Worker, WorkerReport
+from replyguard.service_layer.workspace.campaigns import create_campaign
+from replyguard.service_layer.workspace.leads import import_leads
 from tests.support.scenario import campaign_toml, csv_of, enroll_all, reply, run_days
 
 
@@ -207,7 +207,7 @@ def test_the_inbox_reads_each_threads_context_as_load_context_does(app: App) -> 
     from sqlalchemy import select
 
     from replyguard.service_layer.queries.thread_contexts import contexts_for
-    from replyguard.service_layer.thread_context import load_context
+    from replyguard.service_layer.rescue.thread_context import load_context
     from tests.web.rescue import ADA, ALAN, GRACE, live_workspace
 
     live = live_workspace(app)

@@ -14,11 +14,11 @@ from sqlalchemy import func, select, update
 from replyguard.adapters.db import models as m
 from replyguard.adapters.transports.smtp import SmtpTransport
 from replyguard.domain.clock import FixedClock
-from replyguard.service_layer.audit import config_audit
-from replyguard.service_layer.audit_config import Setup
-from replyguard.service_layer.leads import find_lead
-from replyguard.service_layer.mailboxes import pause_mailbox
-from replyguard.service_layer.worker import Worker
+from replyguard.service_layer.audit.config import Setup
+from replyguard.service_layer.audit.run import config_audit
+from replyguard.service_layer.sending.worker import Worker
+from replyguard.service_layer.workspace.leads import find_lead
+from replyguard.service_layer.workspace.mailboxes import pause_mailbox
 from replyguard.settings import NotifySettings
 from tests.support.smtp_servers import Behaviour, RecordingSmtpServer
 from tests.web.conftest import Site
@@ -276,8 +276,8 @@ def test_time_from_reply_to_first_action_per_campaign(site: Site) -> None:
 
 def test_the_notice_backlog_is_the_outbox_not_yet_delivered(site: Site) -> None:
     from replyguard.adapters.notices import make_channels
-    from replyguard.service_layer.notice_delivery import NoticeDelivery
     from replyguard.service_layer.queries.ops import ops_snapshot
+    from replyguard.service_layer.rescue.notice_delivery import NoticeDelivery
 
     live = live_workspace(site.alpha.app)
     live.reply(ADA, "Interested!")

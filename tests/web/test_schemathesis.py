@@ -10,9 +10,9 @@ from __future__ import annotations
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
-from replyguard.service_layer.audit import config_audit
-from replyguard.service_layer.audit_config import Setup
-from replyguard.service_layer.ingest import ingest_raw
+from replyguard.service_layer.audit.config import Setup
+from replyguard.service_layer.audit.run import config_audit
+from replyguard.service_layer.inbound.ingest import ingest_raw
 from replyguard.settings import NotifySettings
 from tests.support.scenario import load_examples
 from tests.web.conftest import Site

@@ -25,14 +25,14 @@ from replyguard.domain.states import StepState
 from replyguard.domain.throttle import LoginPolicy
 from replyguard.entrypoints.http import create_app
 from replyguard.entrypoints.web.security import declared_capability
-from replyguard.service_layer.accounts import add_user, sign_in
-from replyguard.service_layer.api_tokens import create_token, find_token
-from replyguard.service_layer.audit import config_audit
-from replyguard.service_layer.audit_config import Setup
-from replyguard.service_layer.campaigns import create_campaign
-from replyguard.service_layer.ingest import ingest_raw
-from replyguard.service_layer.leads import find_lead, import_leads
-from replyguard.service_layer.web_sessions import open_session
+from replyguard.service_layer.audit.config import Setup
+from replyguard.service_layer.audit.run import config_audit
+from replyguard.service_layer.inbound.ingest import ingest_raw
+from replyguard.service_layer.workspace.accounts import add_user, sign_in
+from replyguard.service_layer.workspace.api_tokens import create_token, find_token
+from replyguard.service_layer.workspace.campaigns import create_campaign
+from replyguard.service_layer.workspace.leads import find_lead, import_leads
+from replyguard.service_layer.workspace.web_sessions import open_session
 from replyguard.settings import NotifySettings
 from tests.support.scenario import campaign_toml, csv_of, enroll_all, reply
 from tests.web.conftest import Site

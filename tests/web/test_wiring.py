@@ -15,7 +15,7 @@ from pathlib import Path
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.entrypoints.http import create_app
-from replyguard.service_layer.worker import Worker
+from replyguard.service_layer.sending.worker import Worker
 from replyguard.settings import Settings
 from tests.support.cli import clean_env, run_cli
 from tests.support.scenario import csv_of, enroll_all, lead_state

@@ -1,7 +1,7 @@
 """The audit's pure parts: its checks as values, the canary's addresses, and the two test
 messages (a person's reply and an out-of-office) as real RFC 5322 bytes.
 
-`replyguard audit` (service_layer/audit.py) feeds these messages through the real ingest path;
+`replyguard audit` (service_layer/audit/run.py) feeds these messages through the real ingest path;
 nothing here touches a database or a socket.
 """
 

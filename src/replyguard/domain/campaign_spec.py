@@ -6,7 +6,7 @@ reading code. Unknown keys are errors too: a typo must not silently drop a setti
 The sender name, the daily cap and the day the cap counts in belong to the *mailbox*, which
 several campaigns may share. A file states them in an optional `[mailbox]` table, or (as the
 examples do) as `from_name` and `daily_cap` in `[campaign]`; the service layer checks them
-against the mailbox (`service_layer/campaigns.py`). Every template is rendered once on a
+against the mailbox (`service_layer/workspace/campaigns.py`). Every template is rendered once on a
 sample lead, so an error is reported with its step and field before any lead is enrolled.
 """
 

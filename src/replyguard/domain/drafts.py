@@ -1,7 +1,7 @@
 """Draft answers a person may edit and send: one template per intent, overridable per campaign.
 
 A draft is only text. Nothing in replyguard sends it on its own (PRODUCT.md invariant 6):
-`service_layer/person_send.py` sends what a person submits, and nothing else calls it.
+`service_layer/rescue/person_send.py` sends what a person submits, and nothing else calls it.
 Templates are rendered by the same budgeted sandbox as the steps (`domain/templates.py`) over
 the fields in `DRAFT_FIELDS`; a campaign may replace any of them under `[campaign.drafts]` (keys
 are intent names, see `domain/intent.py`). A campaign's template that fails when a thread is

@@ -1,7 +1,7 @@
 """The recommended next step of a rescue thread: one sentence a person can act on, and the
 one-click decisions that fit it. Pure: a function of what the thread knows.
 
-Actions are the names of `service_layer/decisions.py` (`pause_until:YYYY-MM-DD` carries its
+Actions are the names of `service_layer/rescue/decisions.py` (`pause_until:YYYY-MM-DD` carries its
 date). Nothing here acts: a person chooses.
 """
 

@@ -3,7 +3,7 @@
 A request we refuse for load (429/503) or fail to store comes back later, carrying what it
 carried the first time. Whatever we check on it must still pass then: a signed timestamp is
 accepted for as long as the provider retries, plus a margin, and replay is stopped by the
-token claimed once in the store transaction (service_layer/webhook_nonces.py), never by age.
+token claimed once in the store transaction (service_layer/inbound/webhook_nonces.py), never by age.
 
 The schedules, as each provider documents them (read 2026-12-02):
 

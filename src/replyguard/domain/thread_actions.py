@@ -4,7 +4,7 @@ and the command line. Pure: a function of the thread's and its lead's state.
 `offered(facts)` lists the actions in the order to show them (the recommended ones first, with
 `pause_until:DATE` carrying its date); `refusal(facts, action)` says why an action that is not
 offered may not be taken now. Every decision and every answer is checked against it, under the
-lead lock, in the transaction that acts (`service_layer/decisions.py`, `person_send.py`).
+lead lock, in the transaction that acts (`service_layer/rescue/decisions.py`, `person_send.py`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Three limits, each answering a different attacker:
 - **One client address, every account**: the same bound against one address trying many
   accounts, and the same exemption for a known browser.
 
-Pure arithmetic; the counting is `service_layer/login_throttle.py`.
+Pure arithmetic; the counting is `service_layer/workspace/login_throttle.py`.
 """
 
 from __future__ import annotations

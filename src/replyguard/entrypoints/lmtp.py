@@ -25,7 +25,7 @@ from aiosmtpd.lmtp import LMTP
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from replyguard.bootstrap import App
-from replyguard.service_layer.ingest import ingest_raw
+from replyguard.service_layer.inbound.ingest import ingest_raw
 
 log = logging.getLogger(__name__)
 

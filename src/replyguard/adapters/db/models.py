@@ -319,7 +319,7 @@ class RescueThread(Base):
     """The hand-off of one lead (or one probable reply) to a person: everything needed to act.
 
     Written in the same transaction as whatever made the lead wait (a reply, a hold, an unknown
-    send outcome). A lead has at most one thread that is not done (`service_layer/threads.py`);
+    send outcome). A lead has at most one thread that is not done (`service_layer/rescue/threads.py`);
     a probable reply has its own thread, keyed by its inbound message. The conversation itself
     is read from steps, replies and person_sends; the columns here are its latest summary.
     """
@@ -361,7 +361,7 @@ class RescueThread(Base):
     model_intent: Mapped[str | None] = mapped_column(String(30))
     draft_body: Mapped[str | None] = mapped_column(Text)
     # Moves with every inbound message, decision, answer sent and change of the lead's state
-    # (`service_layer/thread_versions.py`); a person's decision names the version they saw.
+    # (`service_layer/rescue/thread_versions.py`); a person's decision names the version they saw.
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
@@ -427,7 +427,7 @@ class Notice(Base):
     """A hand-off notice, and the transactional outbox it is delivered from.
 
     Written in the same transaction as its thread; delivered after commit by
-    `service_layer/notices.py` to every configured channel (one `notice_deliveries` row each).
+    `service_layer/rescue/notices.py` to every configured channel (one `notice_deliveries` row each).
     `done_at` is set once no channel has anything left to try.
     """
 
@@ -575,7 +575,7 @@ class MailboxCursor(Base):
     lease_until: Mapped[datetime | None]
     updated_at: Mapped[datetime]
     # Health, for the inbound page and /metrics: the last completed read of the folder, the
-    # last error (never with a password: see service_layer/source_health.py) and how many.
+    # last error (never with a password: see service_layer/inbound/source_health.py) and how many.
     last_poll_at: Mapped[datetime | None]
     last_error: Mapped[str | None] = mapped_column(Text)
     last_error_at: Mapped[datetime | None]
@@ -660,7 +660,7 @@ class ApiToken(Base):
     # The person it acts for (never more than their role; dies with their account); none: the
     # operator's, made at the command line.
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), index=True)
-    # The token whose credentials made this one: it dies with it (service_layer/api_tokens.py).
+    # The token whose credentials made this one: it dies with it (service_layer/workspace/api_tokens.py).
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id"), index=True)
 
 
@@ -702,7 +702,7 @@ class LoginDevice(Base):
 class AuditRun(Base):
     """One run of `replyguard audit`: the six checks on a campaign, or the setup checks
     (`--config`). `results` holds every row with its evidence, as printed; the history (CLI
-    and, later, the web page) reads it through `service_layer/audit.py: audit_history`."""
+    and, later, the web page) reads it through `service_layer/audit/run.py: audit_history`."""
 
     __tablename__ = "audit_runs"
     __table_args__ = (Index("ix_audit_runs_workspace_started", "workspace_id", "started_at"),)

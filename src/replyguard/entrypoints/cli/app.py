@@ -224,7 +224,7 @@ def check_public_url(instance: App, *, allow_localhost: bool) -> None:
     own) unless the person says it is meant."""
     if not instance.settings.public_url_unset:
         return
-    from replyguard.service_layer.mailbox_accounts import sends_by_own_smtp
+    from replyguard.service_layer.workspace.mailbox_accounts import sends_by_own_smtp
 
     smtp = instance.transport_spec.startswith(("smtp://", "smtp+starttls://", "smtps://"))
     if not smtp:
@@ -281,7 +281,7 @@ def worker(
     import threading
 
     from replyguard.entrypoints.stopping import GRACE, LIMIT, StopSignals, wind_down
-    from replyguard.service_layer.worker import SendLine, Worker, run_forever
+    from replyguard.service_layer.sending.worker import SendLine, Worker, run_forever
 
     instance = open_app(ctx, running_clock=not once)
     try:

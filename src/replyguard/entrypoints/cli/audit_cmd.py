@@ -22,7 +22,7 @@ from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
 
 if TYPE_CHECKING:
     from replyguard.bootstrap import App
-    from replyguard.service_layer.audit import AuditReport
+    from replyguard.service_layer.audit.run import AuditReport
 
 _STYLE = {"pass": "[bold green]PASS[/]", "fail": "[bold red]FAIL[/]", "warn": "[bold yellow]WARN[/]"}
 
@@ -65,7 +65,7 @@ def audit(
 
 
 def _campaign(ctx: typer.Context, campaign: str, canary: str | None) -> AuditReport:
-    from replyguard.service_layer.audit import run_audit
+    from replyguard.service_layer.audit.run import run_audit
 
     instance = open_app(ctx)
     try:
@@ -87,8 +87,8 @@ def _channels(instance: App) -> list[str]:
 
 
 def _config(ctx: typer.Context, campaign: str | None) -> AuditReport:
-    from replyguard.service_layer.audit import config_audit
-    from replyguard.service_layer.audit_config import Setup
+    from replyguard.service_layer.audit.config import Setup
+    from replyguard.service_layer.audit.run import config_audit
 
     # Notice settings that do not parse stop the command at start-up, as every setting does.
     instance = open_app(ctx)
@@ -108,8 +108,8 @@ def history(
     as_json: Annotated[bool, typer.Option("--json", help="Print the list as JSON on stdout.")] = False,
 ) -> None:
     """The recorded audit runs, newest first."""
-    from replyguard.service_layer.audit import audit_history
-    from replyguard.service_layer.campaigns import find_campaign
+    from replyguard.service_layer.audit.run import audit_history
+    from replyguard.service_layer.workspace.campaigns import find_campaign
 
     instance = open_app(ctx)
     try:
@@ -148,7 +148,7 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON on stdout.")] = False,
 ) -> None:
     """One recorded run with every row and its evidence."""
-    from replyguard.service_layer.audit import audit_run
+    from replyguard.service_layer.audit.run import audit_run
 
     instance = open_app(ctx)
     try:

@@ -45,7 +45,7 @@ def campaign_create(ctx: typer.Context, file: CampaignFile, as_json: AsJson = Fa
 
     from replyguard.domain.campaign_spec import CampaignSpecError
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.campaigns import check_campaign_file, create_campaign
+    from replyguard.service_layer.workspace.campaigns import check_campaign_file, create_campaign
 
     source = read_text(file)
     instance = open_app(ctx)
@@ -89,8 +89,8 @@ def campaign_update(
     """Change a campaign from its edited TOML file: shows the differences, then asks."""
     from replyguard.domain.campaign_spec import CampaignSpecError
     from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app, out
-    from replyguard.service_layer.campaign_changes import apply_update, plan_update
-    from replyguard.service_layer.campaigns import check_campaign_file
+    from replyguard.service_layer.workspace.campaign_changes import apply_update, plan_update
+    from replyguard.service_layer.workspace.campaigns import check_campaign_file
 
     # With --json, stdout holds the JSON alone: what a person reads goes to stderr.
     shown = err if as_json else out
@@ -153,7 +153,7 @@ def _confirm(question: str, *, on_stderr: bool) -> bool:
 def campaign_list(ctx: typer.Context, as_json: ListJson = False) -> None:
     """Every campaign with its mailbox, settings and how far its leads are."""
     from replyguard.entrypoints.cli.app import emit_json, open_app, out
-    from replyguard.service_layer.campaigns import list_campaigns
+    from replyguard.service_layer.workspace.campaigns import list_campaigns
 
     instance = open_app(ctx)
     with instance.uow() as uow:

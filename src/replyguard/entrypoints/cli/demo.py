@@ -22,12 +22,12 @@ from replyguard.bootstrap import bootstrap
 from replyguard.domain.clock import Clock, FixedClock
 from replyguard.domain.leads_csv import read_leads
 from replyguard.domain.states import ReplyKind
-from replyguard.service_layer.actions import approve_steps
-from replyguard.service_layer.campaigns import create_campaign
-from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
-from replyguard.service_layer.leads import answered_subject, find_lead, import_leads
-from replyguard.service_layer.replies import IncomingReply, record_reply
-from replyguard.service_layer.worker import Worker
+from replyguard.service_layer.inbound.replies import IncomingReply, record_reply
+from replyguard.service_layer.rescue.actions import approve_steps
+from replyguard.service_layer.sending.worker import Worker
+from replyguard.service_layer.workspace.campaigns import create_campaign
+from replyguard.service_layer.workspace.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
+from replyguard.service_layer.workspace.leads import answered_subject, find_lead, import_leads
 
 OWNER = "dana@northwind-analytics.test"  # owns both example campaigns
 START = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)  # a Monday morning, before any window opens
@@ -103,7 +103,7 @@ def _open_threads(app: object, out: Console) -> None:
     """Where automation stopped and a person takes over: the Reply Rescue inbox."""
     from replyguard.bootstrap import App
     from replyguard.entrypoints.cli.threads_cmd import print_table
-    from replyguard.service_layer.thread_views import list_threads
+    from replyguard.service_layer.rescue.thread_views import list_threads
 
     assert isinstance(app, App)
     with app.uow() as uow:
@@ -131,7 +131,7 @@ def _owner_decides_the_other_product(app: object, thread_id: int, out: Console) 
     machine's: here the owner pauses them while the conversation about Reports goes on (the
     thread also offers to leave them running)."""
     from replyguard.bootstrap import App
-    from replyguard.service_layer.decisions import Request, decide
+    from replyguard.service_layer.rescue.decisions import Request, decide
 
     assert isinstance(app, App)
     with app.uow() as uow:

@@ -36,7 +36,7 @@ def enroll(
 ) -> None:
     """Enroll the campaign product's leads (or one) and schedule all their steps."""
     from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app, out, progress_bar
-    from replyguard.service_layer.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
+    from replyguard.service_layer.workspace.enrollment import EnrollReport, candidate_lead_ids, enroll_leads
 
     instance = open_app(ctx)
     report = EnrollReport()

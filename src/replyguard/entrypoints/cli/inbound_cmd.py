@@ -62,7 +62,7 @@ def ingest(
     from replyguard.adapters.mail_files import MailSourceError, iter_messages, total_size
     from replyguard.domain.inbound.parse import not_mail
     from replyguard.entrypoints.cli.app import emit_json, err, error_line, fail, open_app, out, progress_bar
-    from replyguard.service_layer.quarantine import retry_stored
+    from replyguard.service_layer.inbound.quarantine import retry_stored
 
     instance = open_app(ctx)
     counts: dict[str, int] = {}
@@ -137,8 +137,8 @@ def _not_stored(origin: str, why: str) -> dict[str, Any]:
 
 
 def _ingest_one(instance: Any, item: Any, source: str) -> dict[str, Any]:
-    from replyguard.service_layer.ingest import ingest_raw
-    from replyguard.service_layer.quarantine import keep_refused
+    from replyguard.service_layer.inbound.ingest import ingest_raw
+    from replyguard.service_layer.inbound.quarantine import keep_refused
 
     if item.refused is not None:
         inbound_id = keep_refused(instance, item.raw, source, item.refused)
@@ -179,7 +179,7 @@ def inbound_list(
 
     from replyguard.domain.inbound.status import NEEDS_A_PERSON, parse_status
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.inbound_queries import list_inbound
+    from replyguard.service_layer.inbound.views import list_inbound
 
     wanted = None
     if status is None:
@@ -225,8 +225,8 @@ def inbound_retry(
     """Process quarantined messages again (after their cause was fixed). Applied once, ever."""
     from replyguard.domain.inbound.status import IllegalInboundMove, InboundStatus
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.inbound_queries import list_inbound
-    from replyguard.service_layer.quarantine import retry
+    from replyguard.service_layer.inbound.quarantine import retry
+    from replyguard.service_layer.inbound.views import list_inbound
 
     instance = open_app(ctx)
     try:

@@ -47,8 +47,8 @@ def leads_import(
     """Import contacts from a CSV file as leads of a product. Re-importing updates."""
     from replyguard.domain.leads_csv import LeadFileError, read_leads
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out, progress_bar, warn
-    from replyguard.service_layer.bulk import import_in_chunks
     from replyguard.service_layer.queries.products import ProductNotFound, require_product
+    from replyguard.service_layer.workspace.bulk import import_in_chunks
 
     try:
         rows = list(read_leads(file.read_bytes()))
@@ -150,7 +150,7 @@ def leads_show(
 ) -> None:
     """A contact and, per product, its reply state, step counts and next due time."""
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.leads import LeadNotFound, lead_summary
+    from replyguard.service_layer.workspace.leads import LeadNotFound, lead_summary
 
     instance = open_app(ctx)
     try:
@@ -180,9 +180,9 @@ def leads_show(
 def _person_move(ctx: typer.Context, email: str, product: str, target: str, why: str, as_json: bool) -> None:
     from replyguard.domain.states import IllegalTransition, ReplyState
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.actions import set_lead_state
-    from replyguard.service_layer.leads import LeadNotFound
-    from replyguard.service_layer.replan import revive_and_replan
+    from replyguard.service_layer.rescue.actions import set_lead_state
+    from replyguard.service_layer.rescue.replan import revive_and_replan
+    from replyguard.service_layer.workspace.leads import LeadNotFound
 
     instance = open_app(ctx)
     planned = []

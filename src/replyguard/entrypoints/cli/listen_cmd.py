@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
         """Store every delivered message, then answer 250 (451 if it could not be stored)."""
         from replyguard.entrypoints.cli.app import err, open_app
         from replyguard.entrypoints.lmtp import Listener
-        from replyguard.service_layer.quarantine import Sweeper
+        from replyguard.service_layer.inbound.quarantine import Sweeper
 
         instance = open_app(ctx, running_clock=True)
         listener = Listener(

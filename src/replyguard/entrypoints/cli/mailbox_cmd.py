@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
 def mailbox_list(ctx: typer.Context, as_json: ListJson = False) -> None:
     """Every mailbox with its settings, status and campaigns."""
     from replyguard.entrypoints.cli.app import emit_json, open_app, out
-    from replyguard.service_layer.mailboxes import list_mailboxes
+    from replyguard.service_layer.workspace.mailboxes import list_mailboxes
 
     instance = open_app(ctx)
     with instance.uow() as uow:
@@ -83,7 +83,7 @@ def mailbox_set(
     from replyguard.domain.campaign_spec import CampaignSpecError
     from replyguard.domain.schedule import ScheduleError
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.mailboxes import MailboxSettings, set_mailbox
+    from replyguard.service_layer.workspace.mailboxes import MailboxSettings, set_mailbox
 
     if from_name is None and daily_cap is None and timezone is None:
         fail("nothing to set: give --from-name, --daily-cap or --timezone", code=2)
@@ -112,7 +112,7 @@ def mailbox_set(
 def mailbox_resume(ctx: typer.Context, address: Address, as_json: AsJson = False) -> None:
     """Send from a paused mailbox again (after fixing what its server refused)."""
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.mailboxes import resume_mailbox
+    from replyguard.service_layer.workspace.mailboxes import resume_mailbox
 
     instance = open_app(ctx)
     try:
@@ -192,8 +192,8 @@ def mailbox_add(
     from replyguard.domain.schedule import ScheduleError
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
     from replyguard.entrypoints.cli.errors import EXIT_USAGE
-    from replyguard.service_layer.mailbox_accounts import Account, AccountError, connect_mailbox
-    from replyguard.service_layer.mailboxes import MailboxSettings
+    from replyguard.service_layer.workspace.mailbox_accounts import Account, AccountError, connect_mailbox
+    from replyguard.service_layer.workspace.mailboxes import MailboxSettings
 
     instance = open_app(ctx)
     try:
@@ -229,7 +229,7 @@ def mailbox_test(
     """Log in to the mailbox's SMTP and IMAP servers and say what works; nothing is sent."""
     from replyguard.adapters.secret_box import NoSecretKey, SecretUnreadable
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.mailbox_accounts import check_account, stored_account
+    from replyguard.service_layer.workspace.mailbox_accounts import check_account, stored_account
 
     instance = open_app(ctx)
     try:
@@ -267,7 +267,7 @@ def mailbox_remove(
     """Forget a mailbox's account and password (a mailbox no campaign uses goes altogether)."""
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
     from replyguard.entrypoints.cli.errors import EXIT_USAGE
-    from replyguard.service_layer.mailbox_accounts import disconnect_mailbox
+    from replyguard.service_layer.workspace.mailbox_accounts import disconnect_mailbox
 
     if not yes and not typer.confirm(f"Forget the account and password of {address}?", default=False):
         fail("not removed (pass --yes to do it without asking)", code=EXIT_USAGE)

@@ -22,7 +22,7 @@ def notify(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
 ) -> None:
     """Deliver notices to the owner (email), a signed webhook and a Slack-compatible webhook."""
-    from replyguard.service_layer.notice_delivery import run_forever, undelivered
+    from replyguard.service_layer.rescue.notice_delivery import run_forever, undelivered
 
     instance = open_app(ctx, running_clock=not once)
     try:

@@ -56,9 +56,9 @@ def poll(
     # Imported here: the CLI module imports this one, and start-up stays fast.
     from replyguard.adapters.imap_source import ImapUrlError, LeaseBusy
     from replyguard.entrypoints.cli.app import err, fail, open_app, out
-    from replyguard.service_layer.ingest import IngestResult
-    from replyguard.service_layer.pollers import ingest_fetched, read_cursor
-    from replyguard.service_layer.quarantine import Sweeper, retry_stored
+    from replyguard.service_layer.inbound.ingest import IngestResult
+    from replyguard.service_layer.inbound.pollers import ingest_fetched, read_cursor
+    from replyguard.service_layer.inbound.quarantine import Sweeper, retry_stored
 
     instance = open_app(ctx, running_clock=not once)
     urls = [imap] if imap else list(instance.environment.imap_urls)
@@ -120,7 +120,7 @@ def poll(
 def _every_mailbox(instance: App, handle: Callable[[Fetched], None], *, once: bool, history: bool) -> None:
     """`poll` without a URL: every watched folder of every connected mailbox."""
     from replyguard.entrypoints.cli.app import err, fail, out
-    from replyguard.service_layer.quarantine import Sweeper, retry_stored
+    from replyguard.service_layer.inbound.quarantine import Sweeper, retry_stored
 
     pollers = instance.mailbox_pollers(handle, history=history)
     try:

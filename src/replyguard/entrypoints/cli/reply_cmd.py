@@ -47,8 +47,8 @@ def reply_record(
     """Record a reply: in one transaction the lead's state moves and its queued steps stop."""
     from replyguard.domain.states import ReplyKind
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.leads import LeadNotFound, answered_subject, find_lead
-    from replyguard.service_layer.replies import IncomingReply, record_reply
+    from replyguard.service_layer.inbound.replies import IncomingReply, record_reply
+    from replyguard.service_layer.workspace.leads import LeadNotFound, answered_subject, find_lead
 
     try:
         reply_kind = ReplyKind(kind)

@@ -40,7 +40,7 @@ def rotate_command(ctx: typer.Context, as_json: AsJson = False) -> None:
     from replyguard.adapters.secret_box import SecretUnreadable
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
     from replyguard.entrypoints.cli.errors import EXIT_USAGE
-    from replyguard.service_layer.mailbox_accounts import rotate_secrets
+    from replyguard.service_layer.workspace.mailbox_accounts import rotate_secrets
 
     instance = open_app(ctx)
     box = instance.secret_box()

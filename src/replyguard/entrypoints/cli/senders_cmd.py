@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
 def senders_list(ctx: typer.Context, as_json: ListJson = False) -> None:
     """Pending confirmations: who wrote, for which lead, and what waits on the decision."""
     from replyguard.entrypoints.cli.app import emit_json, open_app, out
-    from replyguard.service_layer.confirmations import pending_confirmations
+    from replyguard.service_layer.inbound.confirmations import pending_confirmations
 
     instance = open_app(ctx)
     with instance.uow() as uow:
@@ -57,7 +57,7 @@ def senders_reject(ctx: typer.Context, confirmation: ConfirmationId, by: By, as_
 
 def _decide(ctx: typer.Context, confirmation: int, by: str, what: str, as_json: bool) -> None:
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.confirmations import (
+    from replyguard.service_layer.inbound.confirmations import (
         ConfirmationNotFound,
         confirm_sender,
         confirmation_view,

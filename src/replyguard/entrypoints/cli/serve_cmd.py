@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
         from replyguard.entrypoints.cli.app import fail, open_app, simulated_note
         from replyguard.entrypoints.http import create_app
         from replyguard.entrypoints.logs import configure_logging
-        from replyguard.service_layer.quarantine import Sweeper
+        from replyguard.service_layer.inbound.quarantine import Sweeper
 
         instance = open_app(ctx, running_clock=True)
         log_format = instance.environment.log_format

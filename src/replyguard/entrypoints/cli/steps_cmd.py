@@ -37,7 +37,7 @@ def steps_approve(
 ) -> None:
     """Approve steps that wait for a person."""
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.actions import approve_steps
+    from replyguard.service_layer.rescue.actions import approve_steps
 
     instance = open_app(ctx)
     try:
@@ -72,7 +72,7 @@ def _decide(ctx: typer.Context, what: str, campaign: str, lead: str, step: int |
     from dataclasses import asdict
 
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.step_decisions import DecisionRefused, resend_step, skip_step
+    from replyguard.service_layer.rescue.step_decisions import DecisionRefused, resend_step, skip_step
 
     decide = resend_step if what == "resend" else skip_step
     instance = open_app(ctx)
@@ -92,7 +92,7 @@ def _decide(ctx: typer.Context, what: str, campaign: str, lead: str, step: int |
 def steps_failed(ctx: typer.Context, as_json: ListJson = False) -> None:
     """Steps waiting for a person: failed for good, or with an unknown outcome."""
     from replyguard.entrypoints.cli.app import emit_json, open_app, out
-    from replyguard.service_layer.step_decisions import failed_steps
+    from replyguard.service_layer.rescue.step_decisions import failed_steps
 
     instance = open_app(ctx)
     with instance.uow() as uow:

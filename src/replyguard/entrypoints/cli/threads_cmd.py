@@ -60,7 +60,7 @@ def threads_list(
 ) -> None:
     """Every thread that waits for a person (open by default), newest first."""
     from replyguard.service_layer.queries.products import ProductNotFound, require_product
-    from replyguard.service_layer.thread_views import list_threads
+    from replyguard.service_layer.rescue.thread_views import list_threads
 
     instance = open_app(ctx)
     try:
@@ -100,8 +100,8 @@ def print_table(items: list[dict[str, Any]], title: str) -> None:
 @threads_app.command("show")
 def threads_show(ctx: typer.Context, thread_id: ThreadId, as_json: ShowJson = False) -> None:
     """One thread: the conversation, the recommendation, the draft and the decisions so far."""
-    from replyguard.service_layer.decisions import ThreadNotFound
-    from replyguard.service_layer.thread_views import thread_detail
+    from replyguard.service_layer.rescue.decisions import ThreadNotFound
+    from replyguard.service_layer.rescue.thread_views import thread_detail
 
     instance = open_app(ctx)
     try:
@@ -183,10 +183,10 @@ def threads_send(
 
     It is sent only on the version you saw (--seen; `threads show` prints it): without
     --body-file, the draft of that version, never one computed for a newer message."""
-    from replyguard.service_layer.decisions import ThreadNotFound
-    from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
-    from replyguard.service_layer.thread_versions import VersionChanged
-    from replyguard.service_layer.thread_views import draft_of_version
+    from replyguard.service_layer.rescue.decisions import ThreadNotFound
+    from replyguard.service_layer.rescue.person_send import PersonReply, SendRefused, send_reply
+    from replyguard.service_layer.rescue.thread_versions import VersionChanged
+    from replyguard.service_layer.rescue.thread_views import draft_of_version
 
     instance = open_app(ctx)
     try:
@@ -232,7 +232,7 @@ def _seen_or_ask(instance: Any, thread_id: int, seen: int | None, what: str) -> 
     is shown the newest message and asked; anything else is refused."""
     if seen is not None:
         return seen
-    from replyguard.service_layer.thread_views import thread_detail
+    from replyguard.service_layer.rescue.thread_views import thread_detail
 
     if not sys.stdin.isatty():
         fail(
@@ -261,7 +261,7 @@ def _decide(
     **kwargs: Any,
 ) -> None:
     from replyguard.domain.thread_actions import SENDS
-    from replyguard.service_layer.decisions import (
+    from replyguard.service_layer.rescue.decisions import (
         DecisionError,
         Request,
         ThreadNotFound,
@@ -326,7 +326,7 @@ def threads_resolve(
 
     Decided on the version you saw (--seen; `threads show` prints it): if the thread moved
     since, nothing is done and you are told what changed (exit 1)."""
-    from replyguard.service_layer.decisions import known_actions
+    from replyguard.service_layer.rescue.decisions import known_actions
 
     name = action.replace("-", "_")
     if name not in known_actions():
@@ -391,7 +391,7 @@ def threads_done(ctx: typer.Context, thread_id: ThreadId, by: By = None, as_json
 @threads_app.command("draft")
 def threads_draft(ctx: typer.Context, thread_id: ThreadId, as_json: AsJson = False) -> None:
     """Ask the configured model (REPLYGUARD_MODEL_URL) for a draft now."""
-    from replyguard.service_layer.drafting import draft_thread
+    from replyguard.service_layer.rescue.drafting import draft_thread
 
     instance = open_app(ctx)
     client = instance.model_client()

@@ -53,9 +53,9 @@ def create(
 
     from replyguard.domain.access import AccessDenied, Level, Principal
     from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app
-    from replyguard.service_layer.accounts import user_by_email
-    from replyguard.service_layer.api_tokens import TokenError, create_token
     from replyguard.service_layer.queries import NotFound
+    from replyguard.service_layer.workspace.accounts import user_by_email
+    from replyguard.service_layer.workspace.api_tokens import TokenError, create_token
 
     instance = open_app(ctx)
     try:
@@ -90,7 +90,7 @@ def list_(ctx: typer.Context, as_json: ListJson = False) -> None:
     """The workspace's tokens, without their secrets."""
     from replyguard.domain.access import Principal
     from replyguard.entrypoints.cli.app import emit_json, open_app, out
-    from replyguard.service_layer.api_tokens import list_tokens
+    from replyguard.service_layer.workspace.api_tokens import list_tokens
 
     instance = open_app(ctx)
     with instance.uow() as uow:
@@ -132,8 +132,8 @@ def revoke(
     """Revoke a token, and every token made with it: requests with them are refused from now on."""
     from replyguard.domain.access import Principal
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
-    from replyguard.service_layer.api_tokens import revoke_token
     from replyguard.service_layer.queries import NotFound
+    from replyguard.service_layer.workspace.api_tokens import revoke_token
 
     instance = open_app(ctx)
     try:

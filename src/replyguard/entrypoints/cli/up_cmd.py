@@ -36,8 +36,8 @@ from replyguard.entrypoints.cli.options import AllowLocalhostUnsubscribe
 if TYPE_CHECKING:  # the CLI starts fast: nothing heavy is imported before a command runs
     from replyguard.bootstrap import App
     from replyguard.entrypoints.supervisor import Component, Supervisor
-    from replyguard.service_layer.notice_delivery import NoticeDelivery
-    from replyguard.service_layer.worker import Worker
+    from replyguard.service_layer.rescue.notice_delivery import NoticeDelivery
+    from replyguard.service_layer.sending.worker import Worker
 
 Run = Callable[[threading.Event], None]
 
@@ -197,7 +197,7 @@ def notice_delivery(instance: App) -> NoticeDelivery | None:
 
 
 def _notices(delivery: NoticeDelivery) -> Run:
-    from replyguard.service_layer.notice_delivery import run_forever
+    from replyguard.service_layer.rescue.notice_delivery import run_forever
 
     def run(stop: threading.Event) -> None:
         def sleep(seconds: float) -> None:
@@ -247,7 +247,7 @@ class WorkerPart:
         self.finished.set()
 
     def run(self, stop: threading.Event) -> None:
-        from replyguard.service_layer.worker import Worker, run_forever
+        from replyguard.service_layer.sending.worker import Worker, run_forever
 
         self.finished.clear()
         try:
@@ -269,8 +269,8 @@ class WorkerPart:
 
 
 def _mailbox_pollers(instance: App) -> Run:
-    from replyguard.service_layer.ingest import IngestResult
-    from replyguard.service_layer.pollers import ingest_fetched
+    from replyguard.service_layer.inbound.ingest import IngestResult
+    from replyguard.service_layer.inbound.pollers import ingest_fetched
 
     def report(result: IngestResult) -> None:
         log.info("inbound %s: %s %s", result.inbound_id, result.status, result.kind or "")
@@ -282,8 +282,8 @@ def _mailbox_pollers(instance: App) -> Run:
 
 
 def _poller(instance: App, url: str) -> Run:
-    from replyguard.service_layer.ingest import IngestResult
-    from replyguard.service_layer.pollers import ingest_fetched
+    from replyguard.service_layer.inbound.ingest import IngestResult
+    from replyguard.service_layer.inbound.pollers import ingest_fetched
 
     def report(result: IngestResult) -> None:
         log.info("inbound %s: %s %s", result.inbound_id, result.status, result.kind or "")

@@ -20,8 +20,8 @@ import typer
 from replyguard.entrypoints.cli.options import AsJson, ListJson
 
 if TYPE_CHECKING:
-    from replyguard.service_layer.accounts import UserView
     from replyguard.service_layer.uow import UnitOfWork
+    from replyguard.service_layer.workspace.accounts import UserView
 
 users_app = typer.Typer(no_args_is_help=True, help="People who sign in to the web workspace.")
 Email = Annotated[str, typer.Argument(help="The address the user signs in with.")]
@@ -55,8 +55,8 @@ def _change(ctx: typer.Context, email: str, what: Callable[[UnitOfWork, int], An
     """Run one change on the user with this address, as the operator; one line on failure."""
     from replyguard.domain.access import AccessDenied
     from replyguard.entrypoints.cli.app import fail, open_app
-    from replyguard.service_layer.accounts import AccountError, user_by_email
     from replyguard.service_layer.queries import NotFound
+    from replyguard.service_layer.workspace.accounts import AccountError, user_by_email
 
     instance = open_app(ctx)
     ctx.meta["workspace"] = instance.workspace
@@ -98,7 +98,7 @@ def add(
     """Create a user of the workspace (--workspace); the password comes from stdin or a prompt."""
     from replyguard.domain.access import Role
     from replyguard.entrypoints.cli.app import fail, open_app
-    from replyguard.service_layer.accounts import AccountError, add_user
+    from replyguard.service_layer.workspace.accounts import AccountError, add_user
 
     try:
         chosen = Role.parse(role) if role is not None else None
@@ -126,7 +126,7 @@ def add(
 def list_(ctx: typer.Context, as_json: ListJson = False) -> None:
     """The users of the workspace, their roles and when they last signed in."""
     from replyguard.entrypoints.cli.app import emit_json, open_app, out
-    from replyguard.service_layer.accounts import list_users
+    from replyguard.service_layer.workspace.accounts import list_users
 
     instance = open_app(ctx)
     with instance.uow() as uow:
@@ -152,7 +152,7 @@ def list_(ctx: typer.Context, as_json: ListJson = False) -> None:
 def disable(ctx: typer.Context, email: Email, as_json: AsJson = False) -> None:
     """A rep who left: they cannot sign in, their sessions end and their API tokens are revoked, now."""
     from replyguard.domain.access import Principal
-    from replyguard.service_layer.account_admin import disable_user
+    from replyguard.service_layer.workspace.account_admin import disable_user
 
     user = _change(ctx, email, lambda uow, uid: disable_user(uow, uid, Principal.operator()))
     _done(as_json, user, _workspace(ctx), f"{user.email} disabled: signed out everywhere, API tokens revoked")
@@ -162,7 +162,7 @@ def disable(ctx: typer.Context, email: Email, as_json: AsJson = False) -> None:
 def enable(ctx: typer.Context, email: Email, as_json: AsJson = False) -> None:
     """Let a disabled user sign in again (their old API tokens stay revoked)."""
     from replyguard.domain.access import Principal
-    from replyguard.service_layer.account_admin import enable_user
+    from replyguard.service_layer.workspace.account_admin import enable_user
 
     user = _change(ctx, email, lambda uow, uid: enable_user(uow, uid, Principal.operator()))
     _done(as_json, user, _workspace(ctx), f"{user.email} may sign in again")
@@ -178,7 +178,7 @@ def remove(
     """Delete a user for good (what they did stays in the history under their address)."""
     from replyguard.domain.access import Principal
     from replyguard.entrypoints.cli.app import emit_json, fail, out
-    from replyguard.service_layer.account_admin import remove_user
+    from replyguard.service_layer.workspace.account_admin import remove_user
 
     if not yes:
         if not sys.stdin.isatty():
@@ -201,7 +201,7 @@ def set_role(
     """Change what a user may do."""
     from replyguard.domain.access import Principal, Role
     from replyguard.entrypoints.cli.app import fail
-    from replyguard.service_layer.account_admin import set_role as change
+    from replyguard.service_layer.workspace.account_admin import set_role as change
 
     try:
         new = Role.parse(role)
@@ -224,8 +224,8 @@ def reset_password(
     own at their next sign-in, and their sessions end now."""
     from replyguard.domain.access import Principal
     from replyguard.entrypoints.cli.app import emit_json, out
-    from replyguard.service_layer.account_admin import Reset
-    from replyguard.service_layer.account_admin import reset_password as reset
+    from replyguard.service_layer.workspace.account_admin import Reset
+    from replyguard.service_layer.workspace.account_admin import reset_password as reset
 
     password = None if generate else _password()
     done: Reset = _change(ctx, email, lambda uow, uid: reset(uow, uid, Principal.operator(), password))
@@ -246,7 +246,7 @@ def unlock(ctx: typer.Context, email: Email, as_json: AsJson = False) -> None:
     """Lift the sign-in limits of a user's account (its recent failures are forgotten)."""
     from replyguard.domain.access import Principal
     from replyguard.entrypoints.cli.app import emit_json, out
-    from replyguard.service_layer.account_admin import unlock as lift
+    from replyguard.service_layer.workspace.account_admin import unlock as lift
 
     forgotten = _change(ctx, email, lambda uow, uid: lift(uow, uid, Principal.operator()))
     if as_json:
@@ -259,7 +259,7 @@ def unlock(ctx: typer.Context, email: Email, as_json: AsJson = False) -> None:
 def sessions(ctx: typer.Context, email: Email, as_json: ListJson = False) -> None:
     """Where a user is signed in."""
     from replyguard.entrypoints.cli.app import emit_json, out
-    from replyguard.service_layer.web_sessions import list_sessions
+    from replyguard.service_layer.workspace.web_sessions import list_sessions
 
     rows = _change(ctx, email, list_sessions)
     if as_json:
@@ -277,7 +277,7 @@ def sign_out(ctx: typer.Context, email: Email, as_json: AsJson = False) -> None:
     """End every session of a user (they sign in again; their API tokens are untouched)."""
     from replyguard.domain.access import Principal
     from replyguard.entrypoints.cli.app import emit_json, out
-    from replyguard.service_layer.account_admin import sign_out_everywhere
+    from replyguard.service_layer.workspace.account_admin import sign_out_everywhere
 
     ended = _change(ctx, email, lambda uow, uid: sign_out_everywhere(uow, uid, Principal.operator()))
     if as_json:

@@ -28,8 +28,8 @@ from replyguard.entrypoints.http.auth import MAX_TOKEN, Rejected, verify_mailgun
 from replyguard.entrypoints.http.forms import Body
 from replyguard.entrypoints.http.inbound import Gate, accept, authenticated, body_reader, convert, form_of
 from replyguard.entrypoints.http.payloads import mailgun_raw
-from replyguard.service_layer import webhook_nonces as nonces
-from replyguard.service_layer.ingest import stored_id
+from replyguard.service_layer.inbound import webhook_nonces as nonces
+from replyguard.service_layer.inbound.ingest import stored_id
 
 log = logging.getLogger(__name__)
 PROVIDER = "mailgun"

@@ -21,7 +21,7 @@ from starlette.requests import Request
 
 from replyguard.bootstrap import App
 from replyguard.entrypoints.http.forms import BadForm, Form, parse_form, parse_urlencoded, read_limited
-from replyguard.service_layer.unsubscribe import UnknownToken, check_token, one_click_unsubscribe
+from replyguard.service_layer.inbound.unsubscribe import UnknownToken, check_token, one_click_unsubscribe
 
 KEY, VALUE = "List-Unsubscribe", "one-click"
 _MAX_BODY = 4096

@@ -4,7 +4,7 @@
 check of every unsafe page request.
 
 Pages: the `rg_session` cookie (HttpOnly, SameSite=Lax, Secure over https) names a server-side
-session (service_layer/web_sessions.py) that carries the session's form token; every POST,
+session (service_layer/workspace/web_sessions.py) that carries the session's form token; every POST,
 PUT, PATCH or DELETE to a page must send that token (form field `csrf_token` or header
 `X-CSRF-Token`). The API: `Authorization: Bearer rg_...` only; it reads no cookie, so a
 browser visiting another site cannot use it on anybody's behalf, and needs no form token.
@@ -24,8 +24,8 @@ from starlette.responses import Response
 
 from replyguard.domain.access import AccessDenied, Capability, Level, Principal, Role
 from replyguard.entrypoints.web.context import WebContext
-from replyguard.service_layer.api_tokens import TokenCaller, find_token, touch_token
-from replyguard.service_layer.web_sessions import (
+from replyguard.service_layer.workspace.api_tokens import TokenCaller, find_token, touch_token
+from replyguard.service_layer.workspace.web_sessions import (
     Flash,
     SessionView,
     add_flash,
@@ -36,7 +36,7 @@ from replyguard.service_layer.web_sessions import (
 
 SESSION_COOKIE = "rg_session"
 LOGIN_COOKIE = "rg_login"  # the double-submit token of the sign-in form (no session yet)
-DEVICE_COOKIE = "rg_device"  # a browser that signed in before (service_layer/login_throttle.py)
+DEVICE_COOKIE = "rg_device"  # a browser that signed in before (service_layer/workspace/login_throttle.py)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "x-csrf-token"

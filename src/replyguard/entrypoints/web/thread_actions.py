@@ -1,4 +1,4 @@
-"""The decisions a thread page offers: each action of `service_layer/decisions.py` with its
+"""The decisions a thread page offers: each action of `service_layer/rescue/decisions.py` with its
 label, what it does in a sentence, and the one argument it needs. The thread's own `actions`
 (recomputed from its lead, `thread_context.next_step_for`) choose which are shown."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from replyguard.service_layer.decision_base import Request
+from replyguard.service_layer.rescue.decision_base import Request
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """The audit page: the history of `replyguard audit` runs and one run with every row and its
-evidence, read through `service_layer/audit.py` (`audit_history`, `audit_run`); and the
+evidence, read through `service_layer/audit/run.py` (`audit_history`, `audit_run`); and the
 latest `--config` findings, when a config audit was recorded. Starting an audit is the CLI's
 (or cron's) job: it sends real email to a canary."""
 
@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
-from replyguard.service_layer.audit import AuditReport, audit_history, audit_run
+from replyguard.service_layer.audit.run import AuditReport, audit_history, audit_run
 from replyguard.service_layer.queries import NotFound
 from replyguard.service_layer.uow import UnitOfWork
 

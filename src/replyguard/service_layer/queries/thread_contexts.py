@@ -18,7 +18,7 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.domain.next_step import OtherProduct
 from replyguard.domain.states import StepState
-from replyguard.service_layer.thread_context import LIVE, QUEUED, ThreadContext
+from replyguard.service_layer.rescue.thread_context import LIVE, QUEUED, ThreadContext
 from replyguard.service_layer.uow import UnitOfWork
 
 _UNKNOWN_OWNER = "owner@unknown.invalid"  # load_context's own fallback

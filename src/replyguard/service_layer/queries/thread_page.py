@@ -15,14 +15,14 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.domain.schedule import Wait, load_zone, replan
 from replyguard.domain.states import StepState, revivable
-from replyguard.service_layer import presence
-from replyguard.service_layer.decision_base import ThreadNotFound
-from replyguard.service_layer.enrollment import campaign_window
 from replyguard.service_layer.queries import NotFound
 from replyguard.service_layer.queries.inbound import inbound_message
-from replyguard.service_layer.replan import PlannedStep
-from replyguard.service_layer.thread_views import thread_detail
+from replyguard.service_layer.rescue import presence
+from replyguard.service_layer.rescue.decision_base import ThreadNotFound
+from replyguard.service_layer.rescue.replan import PlannedStep
+from replyguard.service_layer.rescue.thread_views import thread_detail
 from replyguard.service_layer.uow import UnitOfWork
+from replyguard.service_layer.workspace.enrollment import campaign_window
 from replyguard.settings import Settings
 
 #: An outbound message in one of these states may have reached the recipient (replan.py).

@@ -24,7 +24,7 @@ from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.states import ThreadState
 from replyguard.service_layer.queries import Page, bounds, like_pattern, paged
 from replyguard.service_layer.queries.thread_contexts import contexts_for
-from replyguard.service_layer.thread_context import next_step_for
+from replyguard.service_layer.rescue.thread_context import next_step_for
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.settings import Settings
 

@@ -13,11 +13,11 @@ from replyguard.entrypoints.web.api import schemas as s
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId, PageNumber, PerPage
 from replyguard.entrypoints.web.security import Caller, Guards
-from replyguard.service_layer.approvals import approve_in_campaign
-from replyguard.service_layer.bulk import enroll_in_chunks
-from replyguard.service_layer.campaigns import CampaignCreated, check_campaign_file, create_campaign
 from replyguard.service_layer.queries import campaigns as q
 from replyguard.service_layer.queries.charts import first_action, reply_activity
+from replyguard.service_layer.rescue.approvals import approve_in_campaign
+from replyguard.service_layer.workspace.bulk import enroll_in_chunks
+from replyguard.service_layer.workspace.campaigns import CampaignCreated, check_campaign_file, create_campaign
 
 QueueState = Literal[
     "scheduled", "awaiting_approval", "held", "sending", "sent", "cancelled", "failed", "unknown"

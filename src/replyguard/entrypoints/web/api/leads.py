@@ -13,9 +13,9 @@ from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId, PageNumber, PerPage
 from replyguard.entrypoints.web.security import Caller, Guards
 from replyguard.entrypoints.web.uploads import read_upload
-from replyguard.service_layer.bulk import import_in_chunks
 from replyguard.service_layer.queries import leads as q
 from replyguard.service_layer.queries.products import ProductNotFound, require_product
+from replyguard.service_layer.workspace.bulk import import_in_chunks
 
 LeadState = Literal["active", "replied", "out_of_office", "held", "bounced", "unsubscribed", "stopped"]
 

@@ -17,7 +17,9 @@ from replyguard.entrypoints.web.api import schemas as s
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Caller, Guards
-from replyguard.service_layer.mailbox_accounts import (
+from replyguard.service_layer.queries import NotFound
+from replyguard.service_layer.queries import mailboxes as mq
+from replyguard.service_layer.workspace.mailbox_accounts import (
     Account,
     AccountError,
     check_account,
@@ -25,9 +27,7 @@ from replyguard.service_layer.mailbox_accounts import (
     disconnect_mailbox,
     stored_account,
 )
-from replyguard.service_layer.mailboxes import MailboxNotFound, MailboxSettings, resume_mailbox
-from replyguard.service_layer.queries import NotFound
-from replyguard.service_layer.queries import mailboxes as mq
+from replyguard.service_layer.workspace.mailboxes import MailboxNotFound, MailboxSettings, resume_mailbox
 
 #: Seconds `POST /mailboxes/{id}/test` waits for each server (a request should not hang).
 TEST_TIMEOUT = 10.0

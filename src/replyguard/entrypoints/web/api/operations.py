@@ -14,8 +14,8 @@ from replyguard.entrypoints.web.api import schemas as s
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Caller, Guards
-from replyguard.service_layer.audit import audit_history
-from replyguard.service_layer.quarantine import retry
+from replyguard.service_layer.audit.run import audit_history
+from replyguard.service_layer.inbound.quarantine import retry
 from replyguard.service_layer.queries import NotFound
 from replyguard.service_layer.queries import audit as aq
 

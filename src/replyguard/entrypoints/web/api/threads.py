@@ -17,17 +17,17 @@ from replyguard.entrypoints.web.params import ObjectId, PageNumber, PerPage
 from replyguard.entrypoints.web.sanitize import sanitize_email_html
 from replyguard.entrypoints.web.security import Caller, Guards
 from replyguard.entrypoints.web.thread_actions import BadDecision, decision_request
-from replyguard.service_layer.decisions import (
+from replyguard.service_layer.queries import NotFound
+from replyguard.service_layer.queries import threads as tq
+from replyguard.service_layer.queries.thread_page import ThreadPage, thread_page
+from replyguard.service_layer.rescue.decisions import (
     DecisionError,
     ThreadNotFound,
     VersionChanged,
     decide,
     get_thread,
 )
-from replyguard.service_layer.person_send import PersonReply, SendRefused, send_reply
-from replyguard.service_layer.queries import NotFound
-from replyguard.service_layer.queries import threads as tq
-from replyguard.service_layer.queries.thread_page import ThreadPage, thread_page
+from replyguard.service_layer.rescue.person_send import PersonReply, SendRefused, send_reply
 
 State = Literal["open", "snoozed", "done", "all"]
 Text = Annotated[str, Query(max_length=320)]

@@ -17,9 +17,9 @@ from replyguard.entrypoints.web.api.schemas import Model
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Caller, Guards
-from replyguard.service_layer import account_admin as admin
-from replyguard.service_layer.accounts import AccountError, UserView, add_user, get_user, view
 from replyguard.service_layer.uow import UnitOfWork
+from replyguard.service_layer.workspace import account_admin as admin
+from replyguard.service_layer.workspace.accounts import AccountError, UserView, add_user, get_user, view
 
 _ROLE = f"^({'|'.join(ROLES)})$"
 

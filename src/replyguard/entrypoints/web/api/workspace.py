@@ -16,9 +16,9 @@ from replyguard.entrypoints.web.api import schemas as s
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Caller, Guards
-from replyguard.service_layer.accounts import get_user
-from replyguard.service_layer.api_tokens import TokenError, create_token, list_tokens, revoke_token
 from replyguard.service_layer.queries.charts import reply_activity
+from replyguard.service_layer.workspace.accounts import get_user
+from replyguard.service_layer.workspace.api_tokens import TokenError, create_token, list_tokens, revoke_token
 
 
 class NewToken(BaseModel):

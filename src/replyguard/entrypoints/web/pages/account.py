@@ -14,8 +14,8 @@ from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.nav import HOME
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
-from replyguard.service_layer.accounts import AccountError, change_password
-from replyguard.service_layer.web_sessions import end_session, end_sessions, list_sessions
+from replyguard.service_layer.workspace.accounts import AccountError, change_password
+from replyguard.service_layer.workspace.web_sessions import end_session, end_sessions, list_sessions
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:

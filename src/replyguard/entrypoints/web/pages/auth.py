@@ -28,9 +28,9 @@ from replyguard.entrypoints.web.security import (
     same_secret,
     set_cookie,
 )
-from replyguard.service_layer.accounts import sign_in
-from replyguard.service_layer.login_throttle import DEVICE_LIFE
-from replyguard.service_layer.web_sessions import LONGEST, close_session, open_session
+from replyguard.service_layer.workspace.accounts import sign_in
+from replyguard.service_layer.workspace.login_throttle import DEVICE_LIFE
+from replyguard.service_layer.workspace.web_sessions import LONGEST, close_session, open_session
 
 
 def safe_next(target: str | None) -> str:

@@ -21,8 +21,8 @@ from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.products import BadProduct, picked_product
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
 from replyguard.entrypoints.web.uploads import read_upload
-from replyguard.service_layer.campaigns import check_campaign_file, create_campaign
 from replyguard.service_layer.queries.products import product_names
+from replyguard.service_layer.workspace.campaigns import check_campaign_file, create_campaign
 
 FORM_STEPS = 5
 

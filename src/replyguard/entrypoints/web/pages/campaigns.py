@@ -15,11 +15,11 @@ from replyguard.entrypoints.web.charts import activity_chart, sends_chart
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import BodyId, ObjectId
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
-from replyguard.service_layer.approvals import approve_in_campaign
-from replyguard.service_layer.bulk import enroll_in_chunks
-from replyguard.service_layer.enrollment import EnrollReport
 from replyguard.service_layer.queries import campaigns as q
 from replyguard.service_layer.queries.charts import reply_activity
+from replyguard.service_layer.rescue.approvals import approve_in_campaign
+from replyguard.service_layer.workspace.bulk import enroll_in_chunks
+from replyguard.service_layer.workspace.enrollment import EnrollReport
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:

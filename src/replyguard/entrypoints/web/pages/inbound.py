@@ -17,7 +17,7 @@ from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.sanitize import message_csp, sanitize_email_html
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
-from replyguard.service_layer.quarantine import retry
+from replyguard.service_layer.inbound.quarantine import retry
 from replyguard.service_layer.queries import NotFound
 from replyguard.service_layer.queries import inbound as iq
 

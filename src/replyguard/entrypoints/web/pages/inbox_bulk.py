@@ -16,7 +16,7 @@ from replyguard.domain.access import Capability
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
 from replyguard.entrypoints.web.thread_actions import BadDecision, decision_request
-from replyguard.service_layer.decisions import DecisionError, ThreadNotFound, decide
+from replyguard.service_layer.rescue.decisions import DecisionError, ThreadNotFound, decide
 
 #: What a row checkbox may ask for, and the decision it is.
 BULK = {"assign_me": "assign", "snooze": "snooze", "done": "done"}

@@ -17,7 +17,6 @@ from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.products import BadProduct, picked_product
 from replyguard.entrypoints.web.security import Guards, Viewer
 from replyguard.entrypoints.web.uploads import read_upload
-from replyguard.service_layer.bulk import import_in_chunks
 from replyguard.service_layer.queries.leads import (
     EXPORT_HEADER,
     export_rows,
@@ -26,6 +25,7 @@ from replyguard.service_layer.queries.leads import (
     search_leads,
 )
 from replyguard.service_layer.queries.products import product_names
+from replyguard.service_layer.workspace.bulk import import_in_chunks
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:

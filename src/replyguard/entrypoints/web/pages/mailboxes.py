@@ -18,9 +18,9 @@ from replyguard.entrypoints.web.api.schemas import MailboxConnect
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
-from replyguard.service_layer.mailbox_accounts import disconnect_mailbox
-from replyguard.service_layer.mailboxes import resume_mailbox
 from replyguard.service_layer.queries import mailboxes as mq
+from replyguard.service_layer.workspace.mailbox_accounts import disconnect_mailbox
+from replyguard.service_layer.workspace.mailboxes import resume_mailbox
 
 Field = Annotated[str, Form(max_length=500)]
 

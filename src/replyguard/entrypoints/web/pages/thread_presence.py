@@ -1,5 +1,5 @@
 """Who else is on a thread page: the mark a page's script sets when its person starts writing
-an answer (`service_layer/presence.py`). The page load sets "viewing" itself."""
+an answer (`service_layer/rescue/presence.py`). The page load sets "viewing" itself."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
 
@@ -12,9 +12,9 @@ from replyguard.domain.access import Capability
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Guards, Viewer
-from replyguard.service_layer import presence
-from replyguard.service_layer.decisions import ThreadNotFound, get_thread
 from replyguard.service_layer.queries import NotFound
+from replyguard.service_layer.rescue import presence
+from replyguard.service_layer.rescue.decisions import ThreadNotFound, get_thread
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:

@@ -17,17 +17,17 @@ from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.sanitize import message_csp, sanitize_email_html
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
 from replyguard.entrypoints.web.thread_actions import BadDecision, decision_request, forms_for
-from replyguard.service_layer import presence
-from replyguard.service_layer.decisions import (
+from replyguard.service_layer.queries import NotFound, Page
+from replyguard.service_layer.queries import threads as tq
+from replyguard.service_layer.queries.thread_page import thread_page
+from replyguard.service_layer.rescue import presence
+from replyguard.service_layer.rescue.decisions import (
     DecisionError,
     ThreadNotFound,
     VersionChanged,
     decide,
 )
-from replyguard.service_layer.person_send import PersonReply, SendRefused, SendResult, send_reply
-from replyguard.service_layer.queries import NotFound, Page
-from replyguard.service_layer.queries import threads as tq
-from replyguard.service_layer.queries.thread_page import thread_page
+from replyguard.service_layer.rescue.person_send import PersonReply, SendRefused, SendResult, send_reply
 
 _TEXT = 200  # longest filter value read from a URL
 #: What a thread page shows when nothing was just done on it.

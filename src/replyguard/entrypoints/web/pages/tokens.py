@@ -15,7 +15,7 @@ from replyguard.domain.access import Capability, Level
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
-from replyguard.service_layer.api_tokens import TokenError, create_token, list_tokens, revoke_token
+from replyguard.service_layer.workspace.api_tokens import TokenError, create_token, list_tokens, revoke_token
 
 #: The expiry choices of the form, in days ("" for none).
 EXPIRIES = (

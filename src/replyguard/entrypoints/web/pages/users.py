@@ -16,9 +16,9 @@ from replyguard.domain.passwords import temporary_password
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
-from replyguard.service_layer import account_admin as admin
-from replyguard.service_layer.accounts import AccountError, add_user, get_user
 from replyguard.service_layer.uow import UnitOfWork
+from replyguard.service_layer.workspace import account_admin as admin
+from replyguard.service_layer.workspace.accounts import AccountError, add_user, get_user
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:

@@ -1,0 +1,266 @@
+"""Inbound mail: store first, then classify, match and apply — every source feeds this.
+
+`ingest_raw` is the one entry point for every source (files, mbox, Maildir, stdin, IMAP,
+webhooks, the LMTP listener). Two transactions:
+
+1. **Store** the raw bytes (invariant 5). A message with the same Message-ID and body as
+   one already stored is a duplicate: nothing more happens. Sources acknowledge delivery
+   (HTTP 2xx, IMAP flag, LMTP 250) only after this commit.
+2. **Process** the stored row, once: classify, then `inbound_apply.apply_inbound` decides
+   who is speaking, matches, dedupes copies and applies the effect through the reply
+   transaction (`record_reply`) in the same transaction that marks the row done. A message
+   that cannot be parsed is kept with its error; one that matches no lead is kept in the
+   unmatched list; our own sent mail is kept as `ours`; a second copy of a message already
+   applied is kept as a `duplicate` of it. Nothing is dropped.
+
+Nothing blocks anything: the text of a message is made storable (domain/inbound/storable.py)
+before any write; a message that still fails to process is tried `MAX_ATTEMPTS` times, then
+quarantined for a person (service_layer/inbound/quarantine.py). Only the store can fail `ingest_raw`:
+once it has committed, every source acknowledges and moves on. A message over the limits of
+domain/inbound/limits.py is stored as `refused` and not processed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from email.utils import getaddresses
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from replyguard.adapters.db import models as m
+from replyguard.domain.inbound.classify import classify_message
+from replyguard.domain.inbound.limits import MessageLimits, over_limit
+from replyguard.domain.inbound.parse import MessageParseError, parse_message
+from replyguard.domain.inbound.status import SOURCE_LENGTH, InboundStatus, is_history
+from replyguard.domain.inbound.storable import MAX_MESSAGE_ID, storable_classification, storable_text
+from replyguard.domain.message_ids import normalize_message_id
+from replyguard.service_layer.inbound.apply import apply_inbound
+from replyguard.service_layer.runtime import Runtime
+from replyguard.service_layer.uow import UnitOfWork
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    inbound_id: int
+    duplicate: bool
+    # an InboundStatus: stored (to be retried), matched, probable, unmatched, unparsable,
+    # ours, suspect, history, duplicate, quarantined, refused
+    status: str
+    kind: str | None = None
+    lead_ids: tuple[int, ...] = ()
+    detail: str = ""
+    evidence: tuple[str, ...] = field(default=())
+
+
+def dedupe_key(raw: bytes) -> tuple[str, str | None]:
+    """(key, Message-ID): the same Message-ID and body give the same key, whatever Received
+    headers the path added or however it folded the Message-ID; a message without one is
+    keyed by all its bytes. The Message-ID is normalised (domain/message_ids.py)."""
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    if not sep:
+        head, sep, body = raw.partition(b"\n\n")
+    message_id = _message_id_of(head)
+    digest = hashlib.sha256()
+    if message_id:
+        digest.update(b"mid\0" + message_id.encode() + b"\0" + body.replace(b"\r\n", b"\n").rstrip())
+    else:
+        digest.update(b"raw\0" + raw)
+    return digest.hexdigest(), message_id
+
+
+def _message_id_of(head: bytes) -> str | None:
+    """The Message-ID of a raw header block with its continuation lines: Exchange Online folds
+    a long id onto the next line (`Message-ID:` CRLF SP `<...>`)."""
+    lines = head.splitlines()
+    for index, line in enumerate(lines):
+        if line[:11].lower() == b"message-id:":
+            value = [line[11:]]
+            for more in lines[index + 1 :]:
+                if more[:1] not in (b" ", b"\t"):
+                    break
+                value.append(more)
+            return normalize_message_id(b" ".join(value).decode("utf-8", "replace"))
+    return None
+
+
+#: Processing attempts of one stored message before it is quarantined for a person.
+MAX_ATTEMPTS = 3
+#: The longest source name an inbound row keeps (`inbound_messages.source`); a reply records
+#: only the source's channel (`channel_of`), which fits `replies.source`.
+MAX_SOURCE = SOURCE_LENGTH
+
+#: Work that must commit together with the store, or not at all (a webhook's replay token).
+WithStore = Callable[[UnitOfWork], None]
+
+
+def insert_once(uow: UnitOfWork, key: str, **values: Any) -> tuple[int, bool]:
+    """Insert an inbound row unless one with `key` exists; (its id, whether it existed).
+
+    One `INSERT ... ON CONFLICT DO NOTHING`: two processes storing the same message at once
+    get one row, and the loser learns the winner's id. The caller commits.
+    """
+    insert = (pg_insert if uow.postgres else sqlite_insert)(m.InboundMessage)
+    inserted = uow.session.execute(
+        insert.values(workspace_id=uow.workspace_id, dedupe_key=key, received_at=uow.clock.now(), **values)
+        .on_conflict_do_nothing(index_elements=["workspace_id", "dedupe_key"])
+        .returning(m.InboundMessage.id)
+    ).scalar()
+    if inserted is not None:
+        return inserted, False
+    existing = uow.session.scalar(
+        select(m.InboundMessage.id).where(
+            m.InboundMessage.workspace_id == uow.workspace_id, m.InboundMessage.dedupe_key == key
+        )
+    )
+    assert existing is not None
+    return existing, True
+
+
+def store_raw(uow: UnitOfWork, raw: bytes, source: str, *, refused: str | None = None) -> tuple[int, bool]:
+    """Store the bytes; returns (inbound id, whether it was already stored). The caller commits.
+
+    The Message-ID column gets a storable copy (a NUL in a Message-ID once failed the store
+    itself); the raw bytes are kept exactly. `refused`: the reason the message is over a limit,
+    stored with it as its error and status `refused`.
+    """
+    key, message_id = dedupe_key(raw)
+    if message_id is not None:
+        message_id = storable_text(message_id, MAX_MESSAGE_ID)[0] or None
+    return insert_once(
+        uow,
+        key,
+        message_id=message_id,
+        source=storable_text(source, MAX_SOURCE)[0],
+        raw=raw,
+        status=InboundStatus.REFUSED if refused else InboundStatus.STORED,
+        error=refused,
+    )
+
+
+def stored_id(app: Runtime, raw: bytes) -> int | None:
+    """The id of the inbound row these bytes were stored as, if they were."""
+    key, _ = dedupe_key(raw)
+    with app.uow() as uow:
+        return uow.session.scalar(
+            select(m.InboundMessage.id).where(
+                m.InboundMessage.workspace_id == uow.workspace_id, m.InboundMessage.dedupe_key == key
+            )
+        )
+
+
+def ingest_raw(
+    app: Runtime,
+    raw: bytes,
+    source: str,
+    *,
+    with_store: WithStore | None = None,
+    limits: MessageLimits | None = None,
+    history: bool = False,
+) -> IngestResult:
+    """Store, then process. Safe to call again with the same message: one effect only.
+
+    `history=True`: the caller imports the message from a mailbox's past (an IMAP folder's
+    existing mail, an mbox export), not a live delivery. The flag is stored with the row, so
+    a later `process_stored` honours it too: such a message only informs (an event on the
+    lead's timeline) unless it proves it is newer than our first email to the lead — it
+    answers one of our Message-IDs, or its Date is at or after that email
+    (domain/reply_policy.py: predates_first_send). A copy already stored live stays live.
+
+    Raises only when the store fails (nothing was kept: the source must not acknowledge).
+    After the store has committed it never raises: a failure to process is retried, then
+    quarantined, and the result says so.
+    """
+    history = history or is_history(source)  # `imap-history`, `file-history`: imports of old mail
+    refused = over_limit(raw, limits or MessageLimits(max_bytes=app.settings.message_max_bytes))
+    with app.uow() as uow:
+        if with_store is not None:
+            with_store(uow)
+        inbound_id, duplicate = store_raw(uow, raw, source, refused=refused)
+        if history and not duplicate:
+            uow.session.execute(
+                update(m.InboundMessage)
+                .where(m.InboundMessage.id == inbound_id, m.InboundMessage.workspace_id == uow.workspace_id)
+                .values(history=True)
+            )
+        if refused is not None and not duplicate:
+            from replyguard.service_layer.inbound.quarantine import notify_refused
+
+            notify_refused(uow, inbound_id)
+        uow.commit()
+    if refused is not None:
+        log.warning("%s: inbound %s refused: %s", source, inbound_id, refused)
+        return IngestResult(inbound_id, duplicate, InboundStatus.REFUSED, detail=refused)
+    result = process_stored(app, inbound_id)
+    if duplicate:
+        return IngestResult(
+            result.inbound_id,
+            True,
+            result.status,
+            result.kind,
+            result.lead_ids,
+            "already received",
+            result.evidence,
+        )
+    return result
+
+
+def process_stored(app: Runtime, inbound_id: int) -> IngestResult:
+    """Process a stored message exactly once (a second call returns the first outcome).
+
+    Never raises: any failure — a bug, a value a column refuses, a lost connection — is tried
+    again up to MAX_ATTEMPTS times in all, then the message is quarantined. If even that
+    cannot be recorded (the database is gone), the row stays `stored` for `retry_stored`.
+    """
+    from replyguard.service_layer.inbound.quarantine import quarantine
+
+    error = ""
+    for _attempt in range(MAX_ATTEMPTS):
+        try:
+            return _process_once(app, inbound_id)
+        except Exception as exc:  # whatever it is, it must not block the messages behind it
+            error = f"{exc.__class__.__name__}: {str(exc).splitlines()[0][:500] if str(exc) else ''}"
+            log.warning("inbound %s: processing failed: %s", inbound_id, error)
+    return quarantine(app, inbound_id, error, attempts=MAX_ATTEMPTS)
+
+
+def _process_once(app: Runtime, inbound_id: int) -> IngestResult:
+    with app.uow() as uow:
+        query = select(m.InboundMessage).where(
+            m.InboundMessage.id == inbound_id, m.InboundMessage.workspace_id == uow.workspace_id
+        )
+        if uow.postgres:
+            query = query.with_for_update()
+        row = uow.session.scalars(query).one()
+        if row.status != InboundStatus.STORED:
+            return _result_of(row, duplicate=True)
+        try:
+            msg = parse_message(row.raw)
+            classification = storable_classification(classify_message(msg))
+        except (MessageParseError, ValueError, LookupError) as exc:
+            error = storable_text(str(exc), 2000)[0]
+            row.status, row.error, row.processed_at = InboundStatus.UNPARSABLE, error, uow.clock.now()
+            uow.add_event("inbound_unparsable", inbound_id=row.id, error=error[:500])
+            uow.commit()
+            return _result_of(row, duplicate=False)
+        applied = apply_inbound(uow, app, row, msg, classification)
+        uow.commit()
+        return _result_of(row, duplicate=False, lead_ids=applied.lead_ids, evidence=applied.evidence)
+
+
+def _result_of(
+    row: m.InboundMessage, *, duplicate: bool, lead_ids: tuple[int, ...] = (), evidence: tuple[str, ...] = ()
+) -> IngestResult:
+    leads = lead_ids or ((row.lead_id,) if row.lead_id else ())
+    return IngestResult(row.id, duplicate, row.status, row.kind, leads, row.error or "", evidence)
+
+
+def addresses_in(value: str) -> list[str]:
+    return [addr.lower() for _name, addr in getaddresses([value]) if "@" in addr]

@@ -1,0 +1,381 @@
+"""Which lead an inbound message belongs to, and who is speaking (PRODUCT.md, Matching).
+
+0. our own mail is never a reply: a message whose own Message-ID is one we sent, or whose
+   From is one of our mailboxes, is `ours` — unless it claims our mailbox and fails
+   authentication, which makes it `suspect` (kept for a person);
+1. a signed unsubscribe address of ours among the recipients (the token is the authority);
+   our signed return path (VERP, message_ids.bounce_address): a bounce or auto-reply to one send;
+2. our Message-IDs in In-Reply-To / References (stored before the send, so instant replies
+   match). Then who is speaking: the thread lead's own address — her reply; another known
+   contact — THAT contact's reply (a known lead is a fact), and the thread's lead is named so
+   the caller can hold her; a sender we do not know — the thread lead's reply, marked
+   `sender_known=False`: it stops her, but teaches nothing and unsubscribes no one until a
+   person confirms (service_layer/inbound/confirmations.py);
+3. the original message inside a bounce or a spam complaint, or the address that bounced or
+   complained (a complaint comes from the provider: its From is nobody's). A bounce or a
+   complaint tied to a lead only by an address is a claim anyone could write: what it may do
+   is the trust table's (domain/trust.py), which the caller applies;
+4. any known address of a contact, case-insensitive, `+tag` tolerant;
+5. weaker evidence — a subject of ours (Re:/AW:/SV:/... stripped) or the same company
+   domain — gives only a *probable* match: a person confirms.
+
+Nothing here writes: matching only reads, so that the caller decides the whole effect in
+one place (service_layer/inbound/apply.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from email.message import Message
+from email.utils import getaddresses
+
+from sqlalchemy import select
+
+from replyguard.adapters.db import models as m
+from replyguard.domain.addresses import InvalidAddress, base_address, domain_of, normalize_address
+from replyguard.domain.authentication import Verdict
+from replyguard.domain.inbound.classify import Classification
+from replyguard.domain.inbound.parse import raw_header
+from replyguard.domain.inbound.subjects import subject_key
+from replyguard.domain.message_ids import (
+    BOUNCE_TAG,
+    check_bounce_token,
+    check_unsubscribe_token,
+    normalize_message_id,
+    send_key_of,
+    send_keys_in,
+)
+from replyguard.domain.states import ReplyKind, ReplyState, StepState
+from replyguard.domain.trust import Binding
+from replyguard.service_layer.uow import UnitOfWork
+from replyguard.service_layer.workspace.leads import contact_for_address
+
+RECIPIENT_HEADERS = (
+    "to",
+    "cc",
+    "delivered-to",
+    "x-original-to",
+    "envelope-to",
+    "x-forwarded-to",
+    "resent-to",
+)
+FREEMAIL = frozenset(
+    {
+        "gmail.com",
+        "googlemail.com",
+        "yahoo.com",
+        "yahoo.co.uk",
+        "outlook.com",
+        "hotmail.com",
+        "live.com",
+        "msn.com",
+        "icloud.com",
+        "me.com",
+        "mac.com",
+        "aol.com",
+        "gmx.de",
+        "gmx.net",
+        "web.de",
+        "proton.me",
+        "protonmail.com",
+        "yandex.ru",
+        "mail.ru",
+        "zoho.com",
+        "fastmail.com",
+        "orange.fr",
+        "free.fr",
+        "libero.it",
+        "t-online.de",
+        "qq.com",
+        "163.com",
+    }
+)
+_PROBABLE_LIMIT = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    status: str  # matched | probable | unmatched | ours | suspect
+    lead_ids: tuple[int, ...] = ()
+    evidence: tuple[str, ...] = ()
+    kind_override: ReplyKind | None = None
+    #: The sender is the matched lead's own address, or the match itself is the authority
+    #: (our signed unsubscribe address, a bounce's original). False: a stranger in her thread.
+    sender_known: bool = True
+    #: The lead whose thread it was, when another known lead spoke in it.
+    thread_lead_id: int | None = None
+    #: It references a Message-ID we sent to the matched lead: written after that email.
+    in_thread: bool = False
+    #: What ties it to an email we sent (domain/trust.py); NONE: only an address names her.
+    binding: Binding = Binding.NONE
+
+
+def recipients_of(msg: Message) -> list[str]:
+    found: list[str] = []
+    for name in RECIPIENT_HEADERS:
+        # Raw values: a decoded display name could pass for one of our addresses.
+        value = raw_header(msg, name)
+        if value:
+            found += [a.strip().lower() for _n, a in getaddresses([value]) if "@" in a]
+    return found
+
+
+def match_message(
+    uow: UnitOfWork,
+    c: Classification,
+    recipients: list[str],
+    subject: str,
+    verdict: Verdict = Verdict.NONE,
+) -> Match:
+    own = _by_own_mail(uow, c, verdict)
+    if own is not None:
+        return own
+    for finder in (_by_unsubscribe_address, _by_return_path, _by_thread, _by_bounce, _by_address):
+        found = finder(uow, c, recipients)
+        if found is not None:
+            return found
+    complained = _by_complaint(uow, c, recipients)
+    return complained if complained is not None else _probable(uow, c, subject)
+
+
+def _by_own_mail(uow: UnitOfWork, c: Classification, verdict: Verdict) -> Match | None:
+    """Our sent mail read back (a Sent folder, Gmail's All Mail, a Bcc to ourselves)."""
+    own_id = normalize_message_id(c.message_id or "")
+    own_key = send_key_of(own_id) if own_id else None
+    if own_key and _lead_of_key(uow, own_key) is not None:
+        # The id is an HMAC of our secret: only we, or someone who received it from us,
+        # can write it, and neither makes it a reply.
+        return Match("ours", evidence=("ours:message-id",))
+    if c.bounce is None and c.from_address and is_our_mailbox(uow, c.from_address):
+        if verdict is Verdict.FAIL:
+            return Match("suspect", evidence=("ours:from-mailbox", "ours:authentication-failed"))
+        return Match("ours", evidence=("ours:from-mailbox",))
+    return None
+
+
+def is_our_mailbox(uow: UnitOfWork, address: str) -> bool:
+    """Whether `address` (or its `+tag`-less form) is one of this workspace's mailboxes."""
+    try:
+        normal = normalize_address(address)
+    except InvalidAddress:
+        return False
+    found = uow.session.scalar(
+        select(m.Mailbox.id).where(
+            m.Mailbox.workspace_id == uow.workspace_id,
+            m.Mailbox.address.in_({normal, base_address(normal)}),
+        )
+    )
+    return found is not None
+
+
+def _by_unsubscribe_address(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
+    if not any("+unsubscribe-" in address for address in recipients):
+        return None
+    secret = uow.session.get_one(m.Workspace, uow.workspace_id).secret
+    for address in recipients:
+        local = address.partition("@")[0]
+        _, tagged, token = local.partition("+unsubscribe-")
+        if not tagged:
+            continue
+        key = check_unsubscribe_token(secret, token)
+        lead_id = _lead_of_key(uow, key) if key else None
+        if lead_id is not None:
+            return Match(
+                "matched",
+                (lead_id,),
+                ("match:unsubscribe-address",),
+                ReplyKind.UNSUBSCRIBE,
+                in_thread=True,
+                binding=Binding.TOKEN,
+            )
+    return None
+
+
+#: Kinds that speak for the mailbox system, not a person: sent to the return path, they are
+#: what the return path is for (a bounce, an RFC 3834 auto-reply).
+_SYSTEM_KINDS = frozenset(
+    {ReplyKind.BOUNCE_HARD, ReplyKind.BOUNCE_SOFT, ReplyKind.OUT_OF_OFFICE, ReplyKind.AUTO_REPLY}
+)
+
+
+def _by_return_path(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
+    """Our signed return path (VERP) among the recipients: the message answers that send.
+    A person writing to it speaks for the lead only from one of her addresses."""
+    if not any(BOUNCE_TAG in address for address in recipients):
+        return None
+    secret = uow.session.get_one(m.Workspace, uow.workspace_id).secret
+    for address in recipients:
+        _, tagged, token = address.partition("@")[0].partition(BOUNCE_TAG)
+        key = check_bounce_token(secret, token) if tagged else None
+        lead_id = _lead_of_key(uow, key) if key else None
+        if lead_id is None:
+            continue
+        known = c.kind in _SYSTEM_KINDS or c.complaint is not None
+        if not known:
+            lead = uow.session.get_one(m.Lead, lead_id)
+            known = _contact_id_of(uow, c.from_address) == lead.contact_id
+        evidence = ("match:return-path",) if known else ("match:return-path", "match:unknown-sender")
+        verp = Binding.VERP
+        return Match("matched", (lead_id,), evidence, sender_known=known, in_thread=True, binding=verp)
+    return None
+
+
+def _by_thread(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
+    keys = send_keys_in(c.in_reply_to or "") + send_keys_in(" ".join(c.references))
+    for key in dict.fromkeys(keys):
+        thread_lead = uow.session.execute(
+            select(m.Lead.id, m.Lead.contact_id, m.Lead.product_id)
+            .join(m.Step, m.Step.lead_id == m.Lead.id)
+            .where(m.Step.workspace_id == uow.workspace_id, m.Step.send_key == key)
+        ).one_or_none()
+        if thread_lead is None:
+            continue
+        lead_id = thread_lead.id
+        bound = Binding.MESSAGE_ID
+        if c.kind in (ReplyKind.BOUNCE_HARD, ReplyKind.BOUNCE_SOFT):
+            return Match("matched", (lead_id,), ("match:thread",), in_thread=True, binding=bound)
+        speaker = _contact_id_of(uow, c.from_address)
+        if speaker == thread_lead.contact_id:
+            return Match("matched", (lead_id,), ("match:thread",), in_thread=True, binding=bound)
+        if speaker is not None:
+            own = _lead_of_contact(uow, speaker, thread_lead.product_id, recipients)
+            if own is not None:
+                evidence = ("match:thread", "match:another-lead-in-thread")
+                return Match("matched", (own,), evidence, thread_lead_id=lead_id)
+        evidence = ("match:thread", "match:unknown-sender")
+        return Match("matched", (lead_id,), evidence, sender_known=False, in_thread=True, binding=bound)
+    return None
+
+
+def _by_bounce(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
+    if c.bounce is None:
+        return None
+    for key in send_keys_in(c.bounce.original_message_id or ""):
+        lead_id = _lead_of_key(uow, key)
+        if lead_id is not None:
+            evidence = ("match:bounce-original",)
+            return Match("matched", (lead_id,), evidence, in_thread=True, binding=Binding.MESSAGE_ID)
+    if c.bounce.recipient:
+        lead_id = _lead_for_address(uow, c.bounce.recipient, recipients)
+        if lead_id is not None:
+            return Match("matched", (lead_id,), ("match:bounce-recipient",))
+    return None
+
+
+def _by_complaint(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
+    if c.complaint is None:
+        return None
+    for key in send_keys_in(c.complaint.original_message_id or ""):
+        lead_id = _lead_of_key(uow, key)
+        if lead_id is not None:
+            evidence = ("match:complaint-original",)
+            return Match("matched", (lead_id,), evidence, in_thread=True, binding=Binding.MESSAGE_ID)
+    if c.complaint.recipient:
+        lead_id = _lead_for_address(uow, c.complaint.recipient, recipients)
+        if lead_id is not None:
+            # Only a claim: what it may do is the trust table's (domain/trust.py), by alignment.
+            return Match("matched", (lead_id,), ("match:complaint-recipient",))
+    return None
+
+
+def _by_address(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
+    if not c.from_address or c.bounce is not None:
+        return None
+    lead_id = _lead_for_address(uow, c.from_address, recipients)
+    return Match("matched", (lead_id,), ("match:address",)) if lead_id is not None else None
+
+
+def _lead_of_key(uow: UnitOfWork, key: str) -> int | None:
+    return uow.session.scalar(
+        select(m.Step.lead_id).where(m.Step.workspace_id == uow.workspace_id, m.Step.send_key == key)
+    )
+
+
+def _contact_id_of(uow: UnitOfWork, address: str | None) -> int | None:
+    """The contact owning `address` (or its `+tag`-less form), without loading it."""
+    try:
+        normal = normalize_address(address or "")
+    except InvalidAddress:
+        return None
+    return uow.session.scalar(
+        select(m.ContactAddress.contact_id).where(
+            m.ContactAddress.workspace_id == uow.workspace_id,
+            m.ContactAddress.address.in_({normal, base_address(normal)}),
+        )
+    )
+
+
+def _lead_of_contact(uow: UnitOfWork, contact_id: int, product_id: int, recipients: list[str]) -> int | None:
+    """The contact's lead in the given product, else the one `_lead_for_address` would pick."""
+    same_product = uow.session.scalar(
+        select(m.Lead.id).where(
+            m.Lead.workspace_id == uow.workspace_id,
+            m.Lead.contact_id == contact_id,
+            m.Lead.product_id == product_id,
+        )
+    )
+    if same_product is not None:
+        return same_product
+    address = uow.session.scalar(
+        select(m.ContactAddress.address).where(m.ContactAddress.contact_id == contact_id).limit(1)
+    )
+    return _lead_for_address(uow, address, recipients) if address else None
+
+
+def _lead_for_address(uow: UnitOfWork, address: str, recipients: list[str]) -> int | None:
+    """The contact's lead in the product whose mailbox received the message; else the lead
+    we wrote to last; else any lead of the contact."""
+    try:
+        contact = contact_for_address(uow, address)
+    except InvalidAddress:
+        return None
+    if contact is None:
+        return None
+    mailboxes = {base_address(r) for r in recipients}
+    rows = uow.session.execute(
+        select(m.Lead.id, m.Mailbox.address, m.Step.sent_at)
+        .outerjoin(m.Step, m.Step.lead_id == m.Lead.id)
+        .outerjoin(m.Mailbox, m.Mailbox.id == m.Step.mailbox_id)
+        .where(m.Lead.contact_id == contact.id, m.Lead.workspace_id == uow.workspace_id)
+    ).all()
+    if not rows:
+        return None
+    by_mailbox = [lead for lead, mailbox, _ in rows if mailbox in mailboxes]
+    if len(set(by_mailbox)) == 1:
+        return by_mailbox[0]
+    sent = sorted(((sent_at, lead) for lead, _, sent_at in rows if sent_at is not None), reverse=True)
+    return sent[0][1] if sent else min(lead for lead, _, _ in rows)
+
+
+def _probable(uow: UnitOfWork, c: Classification, subject: str) -> Match:
+    candidates: dict[int, str] = {}
+    key = subject_key(c.subject or subject)[:200]
+    if key:
+        for lead_id in uow.session.scalars(
+            select(m.Step.lead_id)
+            .where(
+                m.Step.workspace_id == uow.workspace_id,
+                m.Step.subject_key == key,
+                m.Step.state == StepState.SENT,
+            )
+            .distinct()
+            .limit(_PROBABLE_LIMIT)
+        ):
+            candidates.setdefault(lead_id, "match:probable-subject")
+    domain = domain_of(c.from_address or "")
+    if domain and domain not in FREEMAIL:
+        for lead_id in uow.session.scalars(
+            select(m.Lead.id)
+            .join(m.ContactAddress, m.ContactAddress.contact_id == m.Lead.contact_id)
+            .where(
+                m.ContactAddress.workspace_id == uow.workspace_id,
+                m.ContactAddress.domain == domain,
+                m.Lead.reply_state.in_([ReplyState.ACTIVE, ReplyState.OUT_OF_OFFICE]),
+            )
+            .distinct()
+            .limit(_PROBABLE_LIMIT)
+        ):
+            candidates.setdefault(lead_id, "match:probable-domain")
+    if not candidates:
+        return Match("unmatched")
+    return Match("probable", tuple(sorted(candidates)), tuple(sorted(set(candidates.values()))))

@@ -1,0 +1,500 @@
+"""THE reply transaction (invariant 2): one function, one database transaction.
+
+`record_reply` locks the lead row(s), writes the reply, moves the reply state, cancels every
+queued step (or moves them after an out-of-office pause, in every product of the contact),
+suppresses addresses, writes the events, and hands the lead to a person: its rescue thread and
+the thread's notice in the outbox (`threads.open_thread`) — all committed together, or nothing. There is no
+background cleanup: when this function returns, no step of the lead can be claimed any more,
+and any worker that already holds one will be refused at its re-check under the same lock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+
+from replyguard.adapters.db import models as m
+from replyguard.domain import reply_policy
+from replyguard.domain.inbound.bounce_policy import ESCALATING_REASONS
+from replyguard.domain.next_step import CROSSED_WINDOW, ThreadKind
+from replyguard.domain.reply_policy import ReplyEffect, Suppress
+from replyguard.domain.schedule import load_zone, shift_after_pause
+from replyguard.domain.states import (
+    CANCELLABLE,
+    Actor,
+    ReplyKind,
+    ReplyState,
+    StepState,
+    check_reply_move,
+    step_move,
+)
+from replyguard.domain.trust import needs_proof
+from replyguard.service_layer.hooks import Hooks
+from replyguard.service_layer.rescue import thread_versions, threads
+from replyguard.service_layer.uow import UnitOfWork
+from replyguard.service_layer.workspace.enrollment import campaign_window
+from replyguard.service_layer.workspace.leads import contact_addresses
+from replyguard.settings import Settings
+
+#: Soft bounces of one address that count as a hard bounce (the third one is hard).
+SOFT_BOUNCE_LIMIT = 3
+
+
+def soft_bounces_of(uow: UnitOfWork, address: str) -> int:
+    """Soft bounces recorded for `address` so far that add up to a hard one, inbound or at send
+    time: only those judged to count when they arrived (a permanent failure whose reason speaks
+    about the recipient: `BounceInfo.counts_toward_hard`), never a temporary one; rows without
+    that verdict count by their reason (bounce_policy.escalates), and rows without a reason
+    (send time, or recorded before reasons were stored) count."""
+    if not address:
+        return 0
+    return int(
+        uow.session.scalar(
+            select(func.count())
+            .select_from(m.Reply)
+            .where(
+                m.Reply.workspace_id == uow.workspace_id,
+                m.Reply.kind == ReplyKind.BOUNCE_SOFT,
+                m.Reply.from_address == address.lower(),
+                or_(m.Reply.bounce_counts.is_(True), m.Reply.bounce_counts.is_(None)),
+                or_(m.Reply.bounce_reason.is_(None), m.Reply.bounce_reason.in_(ESCALATING_REASONS)),
+            )
+        )
+        or 0
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingReply:
+    kind: ReplyKind
+    received_at: datetime
+    return_date: date | None = None
+    text: str | None = None
+    subject: str | None = None
+    from_address: str | None = None
+    evidence: tuple[str, ...] = ()
+    source: str = "cli"
+    inbound_message_id: int | None = None
+    left_company: bool = False
+    new_contact: str | None = None  # "please contact ... instead", from a left-company notice
+    references: tuple[str, ...] = ()  # In-Reply-To and References: which of our emails they saw
+    # False: a sender we cannot tie to the lead (a stranger in her thread, or mail that failed
+    # authentication). An unsubscribe then stops the lead but suppresses nothing until a
+    # person confirms (service_layer/inbound/confirmations.py).
+    sender_confirmed: bool = True
+    bounce_reason: str | None = None  # a bounce's reason in sisimai's taxonomy (bounce_reasons.py)
+    bounce_counts: bool | None = None  # a soft bounce: adds up toward a hard one (None: by reason)
+    # An automatic message in our thread whose new text reads as a person's answer.
+    reads_as_person: bool = False
+
+
+@dataclass
+class ReplyOutcome:
+    reply_id: int
+    lead_state: str
+    cancelled: int = 0
+    rescheduled: int = 0
+    in_flight: int = 0
+    crossed: list[str] = field(default_factory=list)
+    notice_id: int | None = None
+    thread_id: int | None = None
+    other_products: list[dict[str, Any]] = field(default_factory=list)
+
+
+def record_reply(
+    uow: UnitOfWork,
+    lead_id: int,
+    reply: IncomingReply,
+    settings: Settings,
+    hooks: Hooks | None = None,
+) -> ReplyOutcome:
+    """Record `reply` for the lead and apply its whole effect. The caller commits."""
+    if reply_policy.contact_wide(reply.kind) and reply.sender_confirmed:
+        # Unsubscribes and absences touch every lead of the contact (locked in id order); a
+        # sender we cannot tie to the contact speaks for the thread's lead only.
+        contact_id = uow.session.get_one(m.Lead, lead_id).contact_id
+        contact_leads = _contact_lead_ids(uow, contact_id)
+        uow.lock_leads(contact_leads)
+    else:
+        contact_leads = [lead_id]
+    # Read the lead under its lock (FOR UPDATE on PostgreSQL; SQLite holds the write lock).
+    lead = uow.session.get_one(m.Lead, lead_id, with_for_update=uow.postgres, populate_existing=True)
+    if lead.workspace_id != uow.workspace_id:
+        raise LookupError("lead not in this workspace")
+    now = uow.clock.now()
+    contact = uow.session.get_one(m.Contact, lead.contact_id)
+    back_at = None
+    if reply.return_date:
+        zone = load_zone(contact.timezone or _campaign_zone(uow, lead.id) or "UTC")
+        back_at = datetime.combine(reply.return_date, time(0), tzinfo=zone)
+    addresses = contact_addresses(uow, contact.id)
+    bounced = (reply.from_address or "").lower()
+
+    def decide(state: str) -> ReplyEffect:
+        return reply_policy.decide(
+            reply.kind,
+            ReplyState(state),
+            now=now,
+            back_at=back_at,
+            default_pause=settings.default_pause,
+            max_pause=settings.max_pause,
+            left_company=reply.left_company,
+            other_address=any(a != bounced for a in addresses) if bounced else len(addresses) > 1,
+            sender_confirmed=reply.sender_confirmed,
+            reads_as_person=reply.reads_as_person,
+        )
+
+    effect = decide(lead.reply_state)
+    row = m.Reply(
+        workspace_id=uow.workspace_id,
+        lead_id=lead.id,
+        inbound_message_id=reply.inbound_message_id,
+        kind=reply.kind,
+        from_address=reply.from_address,
+        subject=reply.subject,
+        text=reply.text,
+        return_date=reply.return_date,
+        evidence=list(reply.evidence),
+        bounce_reason=reply.bounce_reason,
+        bounce_counts=reply.bounce_counts,
+        source=reply.source,
+        received_at=reply.received_at,
+        recorded_at=now,
+    )
+    uow.session.add(row)
+    uow.session.flush()
+    if hooks is not None:
+        hooks.at("inside_reply_tx")
+    outcome = ReplyOutcome(reply_id=row.id, lead_state=lead.reply_state)
+    waiting: list[tuple[m.Lead, ReplyEffect, str]] = []
+    for target_id in contact_leads:
+        target = lead if target_id == lead.id else uow.session.get_one(m.Lead, target_id)
+        target_effect = effect if target is lead else decide(target.reply_state)
+        before = target.reply_state
+        _apply(uow, target, row, target_effect, reply, outcome)
+        # The matched lead's thread tells about the reply; another product gets a thread of its
+        # own only when it now waits for a person too (an absence past the pause limit).
+        if target_effect.notify and (target is lead or target_effect.new_state is ReplyState.HELD):
+            waiting.append((target, target_effect, before))
+    outcome.lead_state = lead.reply_state
+    _suppress(uow, effect.suppress, addresses, bounced, reply.kind)
+    outcome.other_products = _other_products(uow, contact.id, lead.id)
+    # The hand-off: a rescue thread and its notice (the outbox entry) for every lead that now
+    # waits for a person, in this same transaction.
+    _hand_over(uow, row, reply, waiting, outcome, settings)
+    if hooks is not None:
+        hooks.at("after_reply_handover")
+    return outcome
+
+
+def _hand_over(
+    uow: UnitOfWork,
+    row: m.Reply,
+    reply: IncomingReply,
+    waiting: list[tuple[m.Lead, ReplyEffect, str]],
+    outcome: ReplyOutcome,
+    settings: Settings,
+) -> None:
+    for target, effect, before in waiting:
+        mine = target.id == row.lead_id
+        crossed = mine and (
+            bool(outcome.crossed or outcome.in_flight)
+            or _crossed_before(uow, target.id, reply.received_at, reply.references)
+        )
+        # Without its proof (domain/trust.py) the caller asks a person to confirm on this same
+        # thread (confirmations.request_confirmation), whose notice is the one that goes out.
+        unproven = not reply.sender_confirmed and needs_proof(reply.kind)
+        kind = ThreadKind.CONFIRM_SENDER if unproven else threads.thread_kind(reply.kind, reply.left_company)
+        ref = threads.open_thread(
+            uow.session,
+            workspace_id=uow.workspace_id,
+            now=uow.clock.now(),
+            lead_id=target.id,
+            handoff=threads.Handoff(
+                kind=kind,
+                notify=not unproven,
+                reason=effect.hold_reason,
+                reply_id=row.id,
+                text=reply.text,
+                subject=reply.subject,
+                evidence=reply.evidence,
+                received_at=reply.received_at,
+                inbound_message_id=reply.inbound_message_id,
+                state_before=before,
+                new_contact=reply.new_contact,
+                absent_until=reply.return_date,
+                crossed=crossed,
+            ),
+            settings=settings,
+        )
+        if mine:
+            outcome.thread_id, outcome.notice_id = ref.id, ref.notice_id
+
+
+def _apply(
+    uow: UnitOfWork,
+    lead: m.Lead,
+    reply: m.Reply,
+    effect: ReplyEffect,
+    incoming: IncomingReply,
+    outcome: ReplyOutcome,
+) -> None:
+    now = uow.clock.now()
+    previous = lead.reply_state
+    lead.last_reply_id = reply.id
+    if effect.new_state is not None and effect.new_state != previous:
+        check_reply_move(ReplyState(previous), effect.new_state, Actor.SYSTEM)
+        lead.reply_state = effect.new_state
+        lead.reply_state_updated_at = now
+    if effect.new_state is ReplyState.HELD:
+        lead.hold_reason = effect.hold_reason
+    if effect.new_state is ReplyState.OUT_OF_OFFICE:
+        lead.paused_until = effect.paused_until
+    thread_versions.bump(
+        uow.session,
+        workspace_id=uow.workspace_id,
+        now=now,
+        lead_id=lead.id,
+        kind="message",
+        summary=thread_versions.message_summary(incoming.from_address, incoming.kind, incoming.text)
+        + (f" (lead {previous} -> {lead.reply_state})" if lead.reply_state != previous else ""),
+    )
+    uow.add_event(
+        "reply_recorded",
+        lead_id=lead.id,
+        reply_id=reply.id,
+        kind=incoming.kind,
+        state_before=previous,
+        state_after=lead.reply_state,
+        paused_until=effect.paused_until.isoformat() if effect.paused_until else None,
+        evidence=list(incoming.evidence),
+    )
+    if effect.cancel_steps:
+        cancelled, in_flight = cancel_queued_steps(uow, lead.id, reason=f"reply:{incoming.kind}")
+        outcome.cancelled += cancelled
+        outcome.in_flight += in_flight
+        outcome.crossed += _crossed(uow, lead.id, incoming.received_at)
+    elif effect.paused_until is not None:
+        outcome.rescheduled += pause_steps(uow, lead, effect.paused_until)
+
+
+def cancel_queued_steps(uow: UnitOfWork, lead_id: int, *, reason: str) -> tuple[int, int]:
+    """Cancel every queued step of the lead; mark in-flight ones so they are never retried.
+
+    Returns (cancelled, in_flight). Must run under the lead lock (see UnitOfWork.lock_leads).
+    """
+    now = uow.clock.now()
+    cancelled = uow.session.execute(
+        update(m.Step)
+        .where(m.Step.lead_id == lead_id, m.Step.state.in_(step_move(CANCELLABLE, StepState.CANCELLED)))
+        .values(
+            state=StepState.CANCELLED,
+            cancel_reason=reason,
+            claim_token=None,
+            lease_until=None,
+            updated_at=now,
+        )
+        .execution_options(synchronize_session=False)
+    ).rowcount  # type: ignore[attr-defined]
+    in_flight = uow.session.execute(
+        update(m.Step)
+        .where(m.Step.lead_id == lead_id, m.Step.state == StepState.SENDING)
+        .values(cancel_requested=True, cancel_reason=reason, updated_at=now)
+        .execution_options(synchronize_session=False)
+    ).rowcount  # type: ignore[attr-defined]
+    if cancelled or in_flight:
+        uow.add_event("steps_cancelled", lead_id=lead_id, count=cancelled, in_flight=in_flight, reason=reason)
+    return cancelled, in_flight
+
+
+def _crossed(uow: UnitOfWork, lead_id: int, received_at: datetime) -> list[str]:
+    """Steps that went out after the reply arrived (the send was already under way)."""
+    rows = uow.session.scalars(
+        select(m.Step).where(
+            m.Step.lead_id == lead_id,
+            m.Step.state == StepState.SENT,
+            m.Step.sent_at >= received_at,
+        )
+    ).all()
+    for step in rows:
+        step.crossed = True
+    return [s.message_id for s in rows]
+
+
+def _crossed_before(
+    uow: UnitOfWork, lead_id: int, received_at: datetime, references: tuple[str, ...]
+) -> bool:
+    """One of our emails went out shortly before the reply arrived, and the reply does not
+    reference it: they wrote without having seen it. Unknowable without their references."""
+    if not references:
+        return False
+    seen = {r.strip().lower() for r in references}
+    recent = uow.session.scalars(
+        select(m.Step.message_id).where(
+            m.Step.lead_id == lead_id,
+            m.Step.state == StepState.SENT,
+            m.Step.sent_at >= received_at - CROSSED_WINDOW,
+        )
+    ).all()
+    return any(mid.lower() not in seen for mid in recent)
+
+
+def pause_steps(uow: UnitOfWork, lead: m.Lead, until: datetime) -> int:
+    """Move the lead's waiting steps after `until`, keeping their spacing; nothing is cancelled."""
+    steps = list(
+        uow.session.scalars(
+            select(m.Step)
+            .where(
+                m.Step.lead_id == lead.id,
+                m.Step.state.in_([StepState.SCHEDULED, StepState.CLAIMED, StepState.AWAITING_APPROVAL]),
+            )
+            .order_by(m.Step.due_at)
+        )
+    )
+    by_enrollment: dict[int, list[m.Step]] = {}
+    for step in steps:
+        by_enrollment.setdefault(step.enrollment_id, []).append(step)
+    contact = uow.session.get_one(m.Contact, lead.contact_id)
+    for enrollment_id, group in by_enrollment.items():
+        campaign = uow.session.get_one(
+            m.Campaign, uow.session.get_one(m.Enrollment, enrollment_id).campaign_id
+        )
+        zone = load_zone(contact.timezone or campaign.timezone)
+        new = shift_after_pause([s.due_at for s in group], until, campaign_window(campaign), zone)
+        for step, due in zip(group, new, strict=True):
+            if step.state == StepState.CLAIMED:
+                # Taking the claim back fences out the worker that holds it.
+                step.state, step.claim_token, step.lease_until = StepState.SCHEDULED, None, None
+                step.send_day = None
+            step.due_at = due
+            step.updated_at = uow.clock.now()
+    if steps:
+        uow.add_event("steps_paused", lead_id=lead.id, count=len(steps), until=until.isoformat())
+    return len(steps)
+
+
+def _suppress(uow: UnitOfWork, how: Suppress, addresses: list[str], bounced: str, kind: str) -> None:
+    if how is Suppress.NONE:
+        return
+    targets = addresses if how is Suppress.CONTACT else [bounced or addresses[0]]
+    existing = set(
+        uow.session.scalars(
+            select(m.Suppression.address).where(
+                m.Suppression.workspace_id == uow.workspace_id, m.Suppression.address.in_(targets)
+            )
+        )
+    )
+    for address in targets:
+        if address not in existing:
+            uow.session.add(
+                m.Suppression(
+                    workspace_id=uow.workspace_id,
+                    address=address,
+                    reason=kind,
+                    created_at=uow.clock.now(),
+                )
+            )
+            uow.add_event("address_suppressed", address=address, reason=kind)
+
+
+def _contact_lead_ids(uow: UnitOfWork, contact_id: int) -> list[int]:
+    return list(
+        uow.session.scalars(
+            select(m.Lead.id).where(m.Lead.contact_id == contact_id, m.Lead.workspace_id == uow.workspace_id)
+        )
+    )
+
+
+def _campaign_zone(uow: UnitOfWork, lead_id: int) -> str | None:
+    return uow.session.scalar(
+        select(m.Campaign.timezone)
+        .join(m.Enrollment, m.Enrollment.campaign_id == m.Campaign.id)
+        .where(m.Enrollment.lead_id == lead_id)
+        .limit(1)
+    )
+
+
+def _other_products(uow: UnitOfWork, contact_id: int, lead_id: int) -> list[dict[str, Any]]:
+    rows = uow.session.execute(
+        select(m.Product.name, m.Lead.reply_state)
+        .join(m.Lead, m.Lead.product_id == m.Product.id)
+        .where(m.Lead.contact_id == contact_id, m.Lead.id != lead_id)
+        .order_by(m.Product.name)
+    ).all()
+    return [{"product": name, "reply_state": state} for name, state in rows]
+
+
+def hold_probable(
+    uow: UnitOfWork,
+    lead_ids: tuple[int, ...],
+    *,
+    inbound_id: int,
+    sender: str,
+    subject: str,
+    text: str,
+    why: str,
+    settings: Settings | None = None,
+    received_at: datetime | None = None,
+) -> int:
+    """A message that probably answers us but cannot be proven to: hold every candidate lead
+    (their steps wait, nothing is cancelled) and ask a person in one thread for the message.
+    Returns how many were held."""
+    uow.lock_leads(lead_ids)
+    held, candidates = 0, []
+    first_lead: int | None = None
+    for lead_id in sorted(lead_ids):
+        lead = uow.session.get_one(m.Lead, lead_id)
+        uow.session.refresh(lead)
+        if lead.workspace_id != uow.workspace_id:
+            continue
+        contact = uow.session.get_one(m.Contact, lead.contact_id)
+        product = uow.session.get_one(m.Product, lead.product_id)
+        first_lead = first_lead or lead.id
+        candidate = {
+            "lead_id": lead.id,
+            "email": contact_addresses(uow, contact.id)[0],
+            "product": product.name,
+            "state": lead.reply_state,
+            "held": False,
+        }
+        if lead.reply_state in (ReplyState.ACTIVE, ReplyState.OUT_OF_OFFICE):
+            check_reply_move(ReplyState(lead.reply_state), ReplyState.HELD, Actor.SYSTEM)
+            lead.reply_state, lead.reply_state_updated_at = ReplyState.HELD, uow.clock.now()
+            lead.hold_reason = f"probable reply from {sender} ({why}): confirm or reject"
+            uow.add_event(
+                "probable_reply_held", lead_id=lead.id, inbound_id=inbound_id, sender=sender, why=why
+            )
+            thread_versions.bump(
+                uow.session,
+                workspace_id=uow.workspace_id,
+                now=uow.clock.now(),
+                lead_id=lead.id,
+                kind="lead_state",
+                summary=f"held: a probable reply from {sender}",
+            )
+            candidate["held"] = True
+            held += 1
+        candidates.append(candidate)
+    if first_lead is not None:
+        threads.open_thread(
+            uow.session,
+            workspace_id=uow.workspace_id,
+            now=uow.clock.now(),
+            lead_id=first_lead,
+            handoff=threads.Handoff(
+                kind=ThreadKind.PROBABLE_REPLY,
+                reason=f"probable reply from {sender} ({why})",
+                text=text[:20000],
+                subject=subject,
+                evidence=tuple(w.strip() for w in why.split(",") if w.strip()),
+                received_at=received_at or uow.clock.now(),
+                inbound_message_id=inbound_id,
+                candidates=tuple(candidates),
+                sender=sender,
+            ),
+            settings=settings or uow.settings,
+        )
+    return held

@@ -1,0 +1,224 @@
+"""T1 of a send: claiming due steps (SKIP LOCKED, fencing tokens, leases, windows, caps).
+
+The sequence invariants are enforced here, where a step becomes sendable:
+
+* order: a step is claimable only when every earlier step of its enrollment was sent or
+  skipped by a person (`LETS_NEXT_GO`). Nothing overtakes a step waiting for approval, a
+  retry, a failed send or an unknown outcome, and nothing follows an email that never arrived.
+* spacing: a step goes out no sooner than its wait after the previous email really went out
+  (after downtime, pauses, approvals and resumes too); if the plan said earlier, it is
+  deferred to that moment.
+* the send window in the lead's zone and the mailbox's daily cap (under the mailbox row lock),
+  read as they are now at every claim; both are checked again for each email right before it
+  is handed over, on the settings as they are then (`send_guard.py`): a cap lowered since the
+  claim gives the email back, and the next claim counts it here against the new cap.
+* a paused mailbox is not claimed from.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import Connection, and_, bindparam, exists, func, select, update
+
+from replyguard.domain.schedule import SendWindow, Wait, load_zone, local_day, next_day_start, plan_due
+from replyguard.domain.states import LETS_NEXT_GO, EnrollmentState, ReplyState, StepState, step_move
+from replyguard.service_layer.sending.worker_base import (
+    _USING_SLOT,
+    CS,
+    CT,
+    MB,
+    C,
+    Claim,
+    E,
+    L,
+    S,
+    WorkerReport,
+    in_states,
+)
+from replyguard.service_layer.sending.worker_context import WorkerContext
+
+log = logging.getLogger(__name__)
+
+#: The previous step of the same enrollment (position - 1), if any: its send time for spacing.
+PREV = S.alias("prev")
+#: Any earlier step of the same enrollment: all must be sent or skipped first.
+EARLIER = S.alias("earlier")
+
+
+class Claimer:
+    """T1: claim due steps in order, inside their send windows and under the mailboxes' caps."""
+
+    def __init__(self, ctx: WorkerContext) -> None:
+        self.ctx = ctx
+
+    def claim(
+        self, report: WorkerReport, limit: int | None = None, *, only_lead: int | None = None
+    ) -> list[Claim]:
+        """Claim due steps. `only_lead` is for `replyguard audit` alone (see AUDIT below)."""
+        ctx = self.ctx
+        now = ctx.now()
+        limit = limit or ctx.app.settings.claim_batch
+        with ctx.engine.connect() as conn, conn.begin():
+            query = (
+                select(
+                    S.c.id,
+                    S.c.lead_id,
+                    S.c.mailbox_id,
+                    S.c.enrollment_id,
+                    S.c.position,
+                    S.c.campaign_step_id,
+                    C.c.id.label("campaign_id"),
+                    C.c.timezone.label("campaign_tz"),
+                    C.c.window_days,
+                    C.c.window_start,
+                    C.c.window_end,
+                    CT.c.timezone.label("contact_tz"),
+                )
+                .select_from(
+                    S.join(L, L.c.id == S.c.lead_id)
+                    .join(E, E.c.id == S.c.enrollment_id)
+                    .join(C, C.c.id == E.c.campaign_id)
+                    .join(CT, CT.c.id == L.c.contact_id)
+                    .join(MB, MB.c.id == S.c.mailbox_id)
+                )
+                .where(
+                    S.c.workspace_id == ctx.ws,
+                    S.c.state == StepState.SCHEDULED,
+                    S.c.due_at <= now,
+                    L.c.reply_state == ReplyState.ACTIVE,
+                    E.c.state == EnrollmentState.ACTIVE,
+                    C.c.status == "active",
+                    MB.c.status == "active",
+                    ~exists().where(
+                        EARLIER.c.enrollment_id == S.c.enrollment_id,
+                        EARLIER.c.position < S.c.position,
+                        EARLIER.c.state.not_in(list(LETS_NEXT_GO)),
+                    ),
+                )
+                .order_by(S.c.due_at, S.c.id)
+                .limit(limit)
+            )
+            # AUDIT (issue 13, docs/audit.md): the audit's canary leads are claimed only by the
+            # audit, one lead at a time (`only_lead`), so a running worker never races it for
+            # them. The canary is the team's own address: its emails ignore the prospects'
+            # send window and cap, and take no slot of the cap (no prospect waits for them).
+            audit = only_lead is not None
+            query = query.where(S.c.lead_id == only_lead if audit else L.c.audit_run_id.is_(None))
+            if ctx.postgres:
+                query = query.with_for_update(of=S, skip_locked=True)
+            rows = conn.execute(query).all()
+            if not rows:
+                return []
+            # AUDIT: a canary's claim is the audit's own email to the team: no cap, no spacing.
+            spacing = {} if audit else self._spacing(conn, rows)
+            usage, caps = ({}, {}) if audit else self._mailbox_usage(conn, {r.mailbox_id for r in rows}, now)
+            claims: list[Claim] = []
+            claim_rows: list[dict[str, Any]] = []
+            deferrals: list[dict[str, Any]] = []
+            for row in rows:
+                if audit:  # AUDIT: see above
+                    claim = Claim(row.id, row.lead_id, uuid.uuid4().hex)
+                    claims.append(claim)
+                    claim_rows.append({"sid": claim.step_id, "tok": claim.token, "day": None})
+                    continue
+                zone = load_zone(row.contact_tz or row.campaign_tz)
+                window = ctx.window(row.window_days, row.window_start, row.window_end)
+                later = self._not_before(spacing.get(row.id), now, window, zone)
+                if later is not None:
+                    deferrals.append({"sid": row.id, "due": later})
+                    continue
+                day, cap, mb_zone = caps[row.mailbox_id]
+                if usage[row.mailbox_id] >= cap:
+                    # Over the cap: wait for the mailbox's next day, inside the lead's window.
+                    later = window.next_open(max(now, next_day_start(now, mb_zone)), zone)
+                    deferrals.append({"sid": row.id, "due": later})
+                    continue
+                usage[row.mailbox_id] += 1
+                claim = Claim(row.id, row.lead_id, uuid.uuid4().hex, row.mailbox_id, day, cap)
+                claims.append(claim)
+                claim_rows.append({"sid": claim.step_id, "tok": claim.token, "day": day})
+            if deferrals:
+                conn.execute(
+                    update(S).where(S.c.id == bindparam("sid")).values(due_at=bindparam("due")),
+                    deferrals,
+                )
+            if claims:
+                lease_until = now + ctx.app.settings.lease
+                claimable = step_move(StepState.SCHEDULED, StepState.CLAIMED)
+                conn.execute(
+                    update(S)
+                    .where(S.c.id == bindparam("sid"), in_states(S.c.state, claimable))
+                    .values(
+                        state=StepState.CLAIMED,
+                        claim_token=bindparam("tok"),
+                        lease_until=lease_until,
+                        send_day=bindparam("day"),
+                        updated_at=now,
+                    ),
+                    claim_rows,
+                )
+            ctx.app.hooks.at("before_claim_commit")
+        report.claimed += len(claims)
+        report.deferred += len(deferrals)
+        ctx.app.hooks.at("after_claim")
+        return claims
+
+    @staticmethod
+    def _spacing(conn: Connection, rows: Sequence[Any]) -> dict[int, tuple[datetime, Wait]]:
+        """For the claimed candidates (a batch, not every due step): when the previous step
+        of each really went out, and the step's wait. Steps after a skipped one have their
+        due time set by the person's skip (`step_decisions.skip`)."""
+        later = [r for r in rows if r.position > 1]
+        if not later:
+            return {}
+        found = conn.execute(
+            select(S.c.id, PREV.c.sent_at, CS.c.wait_days, CS.c.wait_seconds)
+            .select_from(
+                S.join(CS, CS.c.id == S.c.campaign_step_id).join(
+                    PREV,
+                    and_(PREV.c.enrollment_id == S.c.enrollment_id, PREV.c.position == S.c.position - 1),
+                )
+            )
+            .where(S.c.id.in_([r.id for r in later]), PREV.c.state == StepState.SENT)
+        ).all()
+        return {r.id: (r.sent_at, Wait.stored(r.wait_days, r.wait_seconds)) for r in found if r.sent_at}
+
+    @staticmethod
+    def _not_before(
+        previous: tuple[datetime, Wait] | None, now: datetime, window: SendWindow, zone: ZoneInfo
+    ) -> datetime | None:
+        """None if the step may go now; otherwise when: the window's next opening, or its wait
+        after the previous email really went out (the plan may have assumed it went earlier)."""
+        if previous is not None:
+            spaced = plan_due(previous[0], previous[1], window, zone)
+            if spaced > now:
+                return spaced
+        if not window.contains(now, zone):
+            return window.next_open(now, zone)
+        return None
+
+    def _mailbox_usage(
+        self, conn: Connection, mailbox_ids: set[int], now: datetime
+    ) -> tuple[dict[int, int], dict[int, tuple[Any, int, Any]]]:
+        """Sends counted against each mailbox's cap today, under a lock on the mailbox rows."""
+        query = select(MB.c.id, MB.c.daily_cap, MB.c.timezone).where(MB.c.id.in_(sorted(mailbox_ids)))
+        if self.ctx.postgres:
+            query = query.order_by(MB.c.id).with_for_update()
+        caps: dict[int, tuple[Any, int, Any]] = {}
+        usage: dict[int, int] = {}
+        for mb in conn.execute(query):
+            zone = load_zone(mb.timezone)
+            day = local_day(now, zone)
+            caps[mb.id] = (day, mb.daily_cap, zone)
+            usage[mb.id] = conn.execute(
+                select(func.count())
+                .select_from(S)
+                .where(S.c.mailbox_id == mb.id, S.c.send_day == day, S.c.state.in_(_USING_SLOT))
+            ).scalar_one()
+        return usage, caps

@@ -1,0 +1,2 @@
+"""The workspace: users and their sign-in, API tokens, campaigns and their changes, leads and
+enrollment, mailboxes and their connected accounts."""
