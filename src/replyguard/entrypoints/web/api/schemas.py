@@ -1,20 +1,106 @@
-"""The REST API's public contract: pydantic models, built from the service layer's read
-models (`from_attributes`), so that an internal rename is a visible change here."""
+"""The REST API's public contract: pydantic models.
+
+A response that shows a read model is generated from its dataclass (`@shows(ReadModel)`): the
+field names, their order and their types come from the one dataclass the service layer fills, so
+a rename there is a rename here — never a copy that drifts. A class body adds only what a client
+reads beyond the type (a description, a nested API model where the read model keeps a tuple)
+and `omit` names what the API does not show. Request bodies and the few answers the API puts
+together itself are written out below. tests/web/test_api_contract.py keeps the OpenAPI
+document as clients know it."""
 
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
+from collections.abc import Callable
 from datetime import date, datetime
+from functools import reduce
+from operator import or_
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from replyguard.adapters import imap_check
+from replyguard.domain import drafts, leads_csv, next_step
 from replyguard.entrypoints.web.params import BodyId
+from replyguard.service_layer.queries import (
+    campaigns,
+    charts,
+    inbound,
+    leads,
+    mailboxes,
+    thread_page,
+    threads,
+)
+from replyguard.service_layer.rescue import decision_base, person_send, replan
+from replyguard.service_layer.workspace import api_tokens, enrollment
+from replyguard.service_layer.workspace import campaigns as campaign_files
+from replyguard.service_layer.workspace import leads as lead_imports
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 
 class Model(BaseModel):
     model_config = ConfigDict(from_attributes=True)
+
+
+#: Each read model's API model, so that a read model inside another is shown by its own.
+_SHOWN: dict[type, type[BaseModel]] = {}
+
+
+def shows(read_model: type, *, omit: frozenset[str] = frozenset()) -> Callable[[type[M]], type[M]]:
+    """The API model of `read_model`: every field of the dataclass but `omit`, in its order,
+    with its type (nested read models by their API models, tuples as lists); a field the class
+    body declares keeps the body's type and Field. A declared or omitted name the dataclass lacks
+    is an error at import."""
+
+    def build(declared: type[M]) -> type[M]:
+        names = [f.name for f in dataclasses.fields(read_model)]
+        unknown = (set(declared.model_fields) | omit) - set(names)
+        if unknown:
+            raise TypeError(f"{declared.__name__}: {sorted(unknown)} not in {read_model.__qualname__}")
+        hints = typing.get_type_hints(read_model)
+        fields: dict[str, Any] = {}
+        for name in names:
+            if name in omit:
+                continue
+            if name in declared.model_fields:
+                info = declared.model_fields[name]
+                fields[name] = (info.annotation, info)
+            else:
+                fields[name] = (_api_type(hints[name]), ...)
+        base: type[BaseModel] = declared.__mro__[1]
+        model: type[BaseModel] = create_model(
+            declared.__name__,
+            __base__=base,
+            __module__=__name__,
+            __doc__=declared.__doc__,
+            **fields,
+        )
+        _SHOWN[read_model] = model
+        return typing.cast(type[M], model)
+
+    return build
+
+
+def _api_type(hint: Any) -> Any:
+    """A read model's field type as the API shows it."""
+    if hint in _SHOWN:
+        return _SHOWN[hint]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return list[_api_type(args[0])]  # type: ignore[misc]
+    if origin is list:
+        return list[_api_type(args[0])]  # type: ignore[misc]
+    if origin is dict:
+        return dict[_api_type(args[0]), _api_type(args[1])]  # type: ignore[misc]
+    if origin in (types.UnionType, typing.Union):
+        return reduce(or_, (_api_type(a) for a in args))
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        raise TypeError(f"{hint.__qualname__} is shown before its API model is defined")
+    return hint
 
 
 class PageOf(Model, Generic[T]):
@@ -34,98 +120,50 @@ class Me(Model):
     expires_at: datetime | None
 
 
+@shows(campaigns.CampaignRow)
 class CampaignRow(Model):
-    id: int
-    name: str
-    product: str
-    mailbox: str
-    owner: str
-    status: str
-    daily_cap: int
-    created_at: datetime
-    enrolled: int
-    awaiting_approval: int
+    pass
 
 
+@shows(campaigns.StepTemplate)
 class StepTemplate(Model):
-    position: int
-    wait_seconds: int
-    subject: str | None
-    body: str
-    approval: bool
+    pass
 
 
+@shows(campaigns.CampaignDetail)
 class Campaign(Model):
-    id: int
-    name: str
-    product_id: int
-    product: str
-    mailbox: str
-    from_name: str
-    owner: str
-    timezone: str
-    window_days: list[str]
-    window_start: str
-    window_end: str
-    daily_cap: int
-    mailbox_cap: int
-    status: str
-    created_at: datetime
     source: str = Field(description="The TOML the campaign was created from")
-    steps: list[StepTemplate]
-    enrolled: int
     queue: dict[str, int] = Field(description="Steps per queue state")
 
 
+@shows(campaigns.QueueRow)
 class QueueRow(Model):
-    step_id: int
-    position: int
-    lead_id: int
-    to_address: str
-    subject: str
-    state: str
-    due_at: datetime
-    sent_at: datetime | None
-    cancel_reason: str | None
-    crossed: bool
-    attempts: int
-    last_error: str | None
-    lead_state: str
+    pass
 
 
+@shows(campaigns.CancelReasons)
 class CancelReasons(Model):
-    counts: dict[str, int]
-    counted: int
-    complete: bool
+    pass
 
 
+@shows(campaigns.DaySends)
 class DaySends(Model):
-    day: date
-    campaign: int
-    mailbox: int
+    pass
 
 
+@shows(campaigns.SendsPerDay)
 class SendsPerDay(Model):
-    mailbox: str
-    mailbox_cap: int
-    campaign_cap: int
-    days: list[DaySends]
+    pass
 
 
+@shows(charts.DayKinds)
 class DayKinds(Model):
-    day: date
-    replies: int
-    out_of_office: int
-    bounces: int
-    other: int
+    pass
 
 
+@shows(charts.CampaignActivity)
 class CampaignActivity(Model):
-    campaign_id: int
-    campaign: str
-    product: str
-    days: list[DayKinds]
-    totals: dict[str, int]
+    pass
 
 
 class CampaignSource(BaseModel):
@@ -134,11 +172,8 @@ class CampaignSource(BaseModel):
     )
 
 
+@shows(campaign_files.CampaignCreated, omit=frozenset({"mailbox", "from_name", "daily_cap", "cap_timezone"}))
 class CampaignCreated(Model):
-    campaign_id: int
-    name: str
-    product: str
-    steps: int
     created: bool = Field(description="False: an identical campaign already existed")
 
 
@@ -162,99 +197,53 @@ class Skipped(BaseModel):
     why: str
 
 
-class Enrolled(BaseModel):
-    enrolled: int
-    already: int
+@shows(enrollment.EnrollReport)
+class Enrolled(Model):
     skipped: list[Skipped]
 
 
-class RowError(BaseModel):
-    line: int
-    message: str
+@shows(leads_csv.RowError)
+class RowError(Model):
+    pass
 
 
-class Imported(BaseModel):
-    created: int
-    updated: int
-    errors: list[RowError]
+@shows(lead_imports.ImportReport)
+class Imported(Model):
+    pass
 
 
+@shows(leads.LeadRow)
 class LeadRow(Model):
-    lead_id: int
-    contact_id: int
-    email: str
-    name: str
-    company: str
-    product: str
-    reply_state: str
-    reply_state_updated_at: datetime
+    pass
 
 
+@shows(leads.ProductLead)
 class ProductLead(Model):
-    lead_id: int
-    product: str
-    reply_state: str
-    reply_state_updated_at: datetime
-    paused_until: datetime | None
-    hold_reason: str | None
+    pass
 
 
+@shows(leads.ContactInfo)
 class Contact(Model):
-    contact_id: int
-    name: str
-    email: str
-    alternates: list[str]
-    company: str
-    title: str
-    timezone: str | None
-    owner: str | None
-    fields: dict[str, Any]
+    pass
 
 
+@shows(leads.LeadStep)
 class LeadStep(Model):
-    step_id: int
-    campaign_id: int
-    campaign: str
-    position: int
-    subject: str
-    state: str
-    due_at: datetime
-    sent_at: datetime | None
-    cancel_reason: str | None
-    crossed: bool
+    pass
 
 
+@shows(leads.TimelineEntry)
 class TimelineEntry(Model):
-    id: int
-    at: datetime
-    kind: str
-    lead_id: int | None
-    product: str | None
-    actor: str
-    summary: str
-    step_position: int | None
-    data: dict[str, Any]
+    pass
 
 
+@shows(leads.LeadDetail)
 class Lead(Model):
-    lead: ProductLead
-    contact: Contact
-    other_leads: list[ProductLead]
-    steps: list[LeadStep]
-    timeline: list[TimelineEntry]
+    pass
 
 
+@shows(inbound.InboundRow)
 class InboundRow(Model):
-    id: int
-    received_at: datetime
-    status: str
-    kind: str | None
-    source: str
-    message_id: str | None
-    sender: str
-    subject: str
-    error: str | None
-    lead_id: int | None
     thread_id: int | None = Field(default=None, description="The rescue thread it opened")
 
 
@@ -273,11 +262,9 @@ class InboundMessage(BaseModel):
     held_lead_ids: list[int]
 
 
+@shows(inbound.SuppressionRow)
 class Suppression(Model):
-    id: int
-    address: str
-    reason: str
-    created_at: datetime
+    pass
 
 
 class SourceHealth(Model):
@@ -293,51 +280,23 @@ class SourceHealth(Model):
     status: str
 
 
+@shows(api_tokens.TokenView, omit=frozenset({"user_id"}))
 class Token(Model):
-    id: int
-    name: str
-    prefix: str
-    created_by: str
-    created_at: datetime
-    last_used_at: datetime | None
-    revoked_at: datetime | None
     scope: str = Field(description="read, write or admin")
-    expires_at: datetime | None
     user: str | None = Field(description="the person it acts for; none: the operator's")
     parent_id: int | None = Field(description="the token that made it: it dies with it")
 
 
+@shows(threads.InboxRow)
 class ThreadRow(Model):
-    id: int
     state: str = Field(description="open, snoozed or done (a snooze whose time came is open)")
-    kind: str
-    intent: str | None
-    intent_label: str | None
-    subject: str | None
-    product: str
-    campaign: str | None
-    lead_id: int
-    lead: str
-    lead_name: str
-    company: str
-    lead_state: str
-    owner: str
-    assignee: str | None
-    crossed: bool
-    recommended_next_step: str
     actions: list[str] = Field(description="The decisions that fit now (POST .../decisions)")
-    other_active_products: list[str]
-    snoozed_until: datetime | None
-    created_at: datetime
-    updated_at: datetime
     first_line: str = Field(description="The first line of what they wrote (quotes left out)")
 
 
+@shows(next_step.OtherProduct)
 class OtherProduct(BaseModel):
-    product: str
-    state: str
-    next_step_at: datetime | None
-    next_subject: str | None
+    pass
 
 
 class ConversationItem(BaseModel):
@@ -357,9 +316,8 @@ class UnknownStep(BaseModel):
     detail: str | None
 
 
+@shows(drafts.Draft)
 class Draft(BaseModel):
-    subject: str
-    body: str
     source: str = Field(description="template, campaign or model")
     note: str = Field(
         "",
@@ -377,20 +335,13 @@ class PersonSendRow(BaseModel):
     sent_at: datetime | None
 
 
-class PlannedStep(BaseModel):
-    campaign: str
-    position: int
-    subject: str
-    due_at: datetime
-    state: str
+@shows(replan.PlannedStep)
+class PlannedStep(Model):
+    pass
 
 
+@shows(thread_page.HistoryEntry)
 class HistoryEntry(Model):
-    at: datetime
-    kind: str
-    by: str | None
-    action: str | None
-    message: str
     planned: list[PlannedStep]
 
 
@@ -472,13 +423,8 @@ class Snooze(BaseModel):
     until: datetime = Field(description="The thread comes back open then (UTC if no zone)")
 
 
+@shows(decision_base.DecisionResult)
 class DecisionOut(BaseModel):
-    thread_id: int
-    action: str
-    message: str
-    lead_state: str | None
-    planned: list[PlannedStep]
-    new_thread_id: int | None
     version: int | None = Field(default=None, description="The thread's version after the decision")
 
 
@@ -496,13 +442,10 @@ class Answer(BaseModel):
     )
 
 
+@shows(person_send.SendResult)
 class AnswerSent(BaseModel):
-    send_id: int
     state: str = Field(description="sent, sending (another request is sending it), failed or unknown")
-    message_id: str
-    to: str
     duplicate: bool = Field(description="True: this answer was sent (or is being sent) already")
-    detail: str
 
 
 class RetryResult(BaseModel):
@@ -512,22 +455,13 @@ class RetryResult(BaseModel):
     detail: str
 
 
+@shows(mailboxes.MailboxRow)
 class Mailbox(Model):
-    id: int
-    address: str
-    from_name: str
-    daily_cap: int
-    timezone: str
-    status: str
-    paused_reason: str | None
-    paused_at: datetime | None
-    campaigns: list[str]
     smtp: str | None = Field(
         description="its own SMTP server, without a password; none: the default transport"
     )
     imap: str | None = Field(description="its own IMAP account, without a password")
     folders: list[str] = Field(description="the IMAP folders watched for replies")
-    sent_folder: str | None
     password_stored: bool = Field(description="a password is stored, encrypted (it is never shown)")
 
 
@@ -548,9 +482,8 @@ class MailboxConnect(BaseModel):
     timezone: str | None = Field(default=None, max_length=64)
 
 
-class MailboxCheck(BaseModel):
-    what: str
-    ok: bool
+@shows(imap_check.Check)
+class MailboxCheck(Model):
     words: str = Field(description="what happened, in words")
 
 
@@ -612,13 +545,8 @@ class Bucket(BaseModel):
     count: int
 
 
+@shows(charts.FirstAction)
 class FirstAction(BaseModel):
-    campaign_id: int
-    campaign: str
-    product: str
     acted: int = Field(description="Replies whose thread a person acted on")
     waiting: int = Field(description="Replies still waiting for a first action")
-    median_seconds: float | None
-    p90_seconds: float | None
-    oldest_waiting_seconds: float | None
     buckets: list[Bucket]
