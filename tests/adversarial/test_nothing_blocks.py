@@ -18,8 +18,8 @@ from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.inbound.status import IllegalInboundMove, InboundStatus
-from replyguard.service_layer.inbound.ingest import MAX_ATTEMPTS, ingest_raw, store_raw
-from replyguard.service_layer.inbound.quarantine import NOBODY, SETTLE, Sweeper, retry, retry_stored
+from replyguard.service_layer.inbound.ingest import MAX_ATTEMPTS, NOBODY, ingest_raw, store_raw
+from replyguard.service_layer.inbound.quarantine import SETTLE, Sweeper, retry, retry_stored
 from replyguard.service_layer.inbound.views import list_inbound
 from tests.adversarial import hostile
 from tests.adversarial.cli import run_cli

@@ -32,12 +32,13 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import SQLAlchemyError
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.inbound.classify import classify_message
 from replyguard.domain.inbound.limits import MessageLimits, over_limit
 from replyguard.domain.inbound.parse import MessageParseError, parse_message
-from replyguard.domain.inbound.status import SOURCE_LENGTH, InboundStatus, is_history
+from replyguard.domain.inbound.status import SOURCE_LENGTH, InboundStatus, check_inbound_move, is_history
 from replyguard.domain.inbound.storable import MAX_MESSAGE_ID, storable_classification, storable_text
 from replyguard.domain.message_ids import normalize_message_id
 from replyguard.service_layer.inbound.apply import apply_inbound
@@ -191,8 +192,6 @@ def ingest_raw(
                 .values(history=True)
             )
         if refused is not None and not duplicate:
-            from replyguard.service_layer.inbound.quarantine import notify_refused
-
             notify_refused(uow, inbound_id)
         uow.commit()
     if refused is not None:
@@ -219,8 +218,6 @@ def process_stored(app: Runtime, inbound_id: int) -> IngestResult:
     again up to MAX_ATTEMPTS times in all, then the message is quarantined. If even that
     cannot be recorded (the database is gone), the row stays `stored` for `retry_stored`.
     """
-    from replyguard.service_layer.inbound.quarantine import quarantine
-
     error = ""
     for _attempt in range(MAX_ATTEMPTS):
         try:
@@ -264,3 +261,78 @@ def _result_of(
 
 def addresses_in(value: str) -> list[str]:
     return [addr.lower() for _name, addr in getaddresses([value]) if "@" in addr]
+
+
+# Kept for a person: a message whose processing failed every attempt, or one stored whole but
+# over a limit, waits in the inbound list with a notice (retried by quarantine.py).
+
+#: Who is told when a notice concerns no lead and no campaign owner exists.
+NOBODY = "owner@unknown.invalid"
+
+
+def quarantine(app: Runtime, inbound_id: int, error: str, *, attempts: int) -> IngestResult:
+    """Record that processing failed `attempts` more times and quarantine the message.
+
+    Never raises: when even this cannot be written the row stays `stored` (logged), and
+    `retry_stored` takes it up later.
+    """
+    try:
+        with app.uow() as uow:
+            row = uow.session.get_one(m.InboundMessage, inbound_id, with_for_update=uow.postgres)
+            if row.status != InboundStatus.STORED:  # another process got it done meanwhile
+                return result_of(row)
+            row.status = check_inbound_move(row.status, InboundStatus.QUARANTINED)
+            row.error = storable_text(error, 2000)[0]
+            row.attempts += attempts
+            row.processed_at = uow.clock.now()
+            uow.add_event("inbound_quarantined", inbound_id=row.id, error=row.error[:500])
+            notify_kept(uow, "inbound_quarantined", row, "Processing failed every attempt: look, then retry.")
+            uow.commit()
+            log.error("inbound %s quarantined after %s attempts: %s", inbound_id, row.attempts, row.error)
+            return result_of(row)
+    except SQLAlchemyError as exc:
+        log.error("inbound %s: could not record its failure (%s); kept as stored", inbound_id, exc.__class__)
+        return IngestResult(inbound_id, False, InboundStatus.STORED, detail=error)
+
+
+def notify_refused(uow: UnitOfWork, inbound_id: int) -> None:
+    """Tell a person about a message stored whole but refused for its shape (see limits.py).
+
+    The caller commits, with the store of that message.
+    """
+    row = uow.session.get_one(m.InboundMessage, inbound_id)
+    notify_kept(uow, "inbound_refused", row, "Over a limit, so not processed: read it and act.")
+
+
+def notify_kept(uow: UnitOfWork, kind: str, row: m.InboundMessage, recommendation: str) -> None:
+    owner = uow.session.scalar(
+        select(m.Campaign.owner)
+        .where(m.Campaign.workspace_id == uow.workspace_id)
+        .order_by(m.Campaign.id)
+        .limit(1)
+    )
+    payload: dict[str, Any] = {
+        "type": "inbound.kept",
+        "kind": kind,
+        "inbound_id": row.id,
+        "source": row.source,
+        "message_id": row.message_id,
+        "error": (row.error or "")[:1000],
+        "recommendation": recommendation,
+    }
+    uow.session.add(
+        m.Notice(
+            workspace_id=uow.workspace_id,
+            lead_id=None,
+            reply_id=None,
+            recipient=owner or NOBODY,
+            kind=kind,
+            payload=payload,
+            created_at=uow.clock.now(),
+        )
+    )
+
+
+def result_of(row: m.InboundMessage) -> IngestResult:
+    leads = (row.lead_id,) if row.lead_id else ()
+    return IngestResult(row.id, False, row.status, row.kind, leads, row.error or "")

@@ -1,8 +1,8 @@
-"""Inbound messages kept for a person: quarantined, refused, and their retries.
+"""Inbound messages kept for a person: refused at the door, and the retries of quarantined ones.
 
-A message whose processing failed every attempt is **quarantined**: its status, error and
-attempts are recorded, an event is written and a notice asks a person to look; the sources
-have moved on long before. A message over a limit at the door is **refused**: its reason and
+A message whose processing failed every attempt is **quarantined** by ingest.py (its status,
+error and attempts recorded, an event written, a notice asking a person to look; the sources
+have moved on long before). A message over a limit at the door is **refused**: its reason and
 its head are kept (with a notice), nothing else happens. A person retries a quarantined
 message with `replyguard inbound retry ID` once its cause is fixed.
 
@@ -18,49 +18,25 @@ import logging
 import threading
 from collections.abc import Iterable
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.exc import SQLAlchemyError
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.inbound.status import InboundStatus, check_inbound_move
 from replyguard.domain.inbound.storable import storable_text
-from replyguard.service_layer.inbound.ingest import MAX_SOURCE, IngestResult, insert_once, process_stored
+from replyguard.service_layer.inbound.ingest import (
+    MAX_SOURCE,
+    IngestResult,
+    insert_once,
+    notify_kept,
+    process_stored,
+)
 from replyguard.service_layer.runtime import Runtime
-from replyguard.service_layer.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
 
 #: A row younger than this may still be in its first processing: `retry_stored` leaves it.
 SETTLE = timedelta(minutes=1)
-#: Who is told when a notice concerns no lead and no campaign owner exists.
-NOBODY = "owner@unknown.invalid"
-
-
-def quarantine(app: Runtime, inbound_id: int, error: str, *, attempts: int) -> IngestResult:
-    """Record that processing failed `attempts` more times and quarantine the message.
-
-    Never raises: when even this cannot be written the row stays `stored` (logged), and
-    `retry_stored` takes it up later.
-    """
-    try:
-        with app.uow() as uow:
-            row = uow.session.get_one(m.InboundMessage, inbound_id, with_for_update=uow.postgres)
-            if row.status != InboundStatus.STORED:  # another process got it done meanwhile
-                return _result(row)
-            row.status = check_inbound_move(row.status, InboundStatus.QUARANTINED)
-            row.error = storable_text(error, 2000)[0]
-            row.attempts += attempts
-            row.processed_at = uow.clock.now()
-            uow.add_event("inbound_quarantined", inbound_id=row.id, error=row.error[:500])
-            _notify(uow, "inbound_quarantined", row, "Processing failed every attempt: look, then retry.")
-            uow.commit()
-            log.error("inbound %s quarantined after %s attempts: %s", inbound_id, row.attempts, row.error)
-            return _result(row)
-    except SQLAlchemyError as exc:
-        log.error("inbound %s: could not record its failure (%s); kept as stored", inbound_id, exc.__class__)
-        return IngestResult(inbound_id, False, InboundStatus.STORED, detail=error)
 
 
 def keep_refused(app: Runtime, head: bytes, source: str, reason: str) -> int:
@@ -83,19 +59,12 @@ def keep_refused(app: Runtime, head: bytes, source: str, reason: str) -> int:
         )
         if not existed:
             row = uow.session.get_one(m.InboundMessage, inbound_id)
-            _notify(uow, "inbound_refused", row, "Refused at the door; the original stays with the source.")
+            notify_kept(
+                uow, "inbound_refused", row, "Refused at the door; the original stays with the source."
+            )
         uow.commit()
     log.warning("%s: refused (kept as inbound %s): %s", source, inbound_id, reason)
     return inbound_id
-
-
-def notify_refused(uow: UnitOfWork, inbound_id: int) -> None:
-    """Tell a person about a message stored whole but refused for its shape (see limits.py).
-
-    The caller commits, with the store of that message.
-    """
-    row = uow.session.get_one(m.InboundMessage, inbound_id)
-    _notify(uow, "inbound_refused", row, "Over a limit, so not processed: read it and act.")
 
 
 def retry_stored(app: Runtime, *, settle: timedelta = SETTLE, limit: int = 100) -> list[IngestResult]:
@@ -133,40 +102,6 @@ def retry(app: Runtime, inbound_ids: Iterable[int]) -> list[IngestResult]:
                 uow.add_event("inbound_retried", inbound_id=row.id)
         uow.commit()
     return [process_stored(app, inbound_id) for inbound_id in ids]
-
-
-def _notify(uow: UnitOfWork, kind: str, row: m.InboundMessage, recommendation: str) -> None:
-    owner = uow.session.scalar(
-        select(m.Campaign.owner)
-        .where(m.Campaign.workspace_id == uow.workspace_id)
-        .order_by(m.Campaign.id)
-        .limit(1)
-    )
-    payload: dict[str, Any] = {
-        "type": "inbound.kept",
-        "kind": kind,
-        "inbound_id": row.id,
-        "source": row.source,
-        "message_id": row.message_id,
-        "error": (row.error or "")[:1000],
-        "recommendation": recommendation,
-    }
-    uow.session.add(
-        m.Notice(
-            workspace_id=uow.workspace_id,
-            lead_id=None,
-            reply_id=None,
-            recipient=owner or NOBODY,
-            kind=kind,
-            payload=payload,
-            created_at=uow.clock.now(),
-        )
-    )
-
-
-def _result(row: m.InboundMessage) -> IngestResult:
-    leads = (row.lead_id,) if row.lead_id else ()
-    return IngestResult(row.id, False, row.status, row.kind, leads, row.error or "")
 
 
 class Sweeper:
