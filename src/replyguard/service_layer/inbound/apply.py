@@ -5,7 +5,7 @@ classified. In order:
 
 1. **Authentication**: the receiving side's verdict for the From domain, recorded on the row.
 2. **Match** (service_layer/inbound/matching.py): ours, suspect, matched, probable or unmatched.
-3. **One effect per reply** (service_layer/sending/effects.py): a copy of a message already applied
+3. **One effect per reply** (service_layer/inbound/effects.py): a copy of a message already applied
    (same Message-ID and sender, whatever the transport did to its bytes) is stored as a
    `duplicate` pointing at the first.
 4. **Effect**:
@@ -41,6 +41,7 @@ from replyguard.domain.reply_policy import predates_first_send
 from replyguard.domain.states import Actor, ReplyKind, ReplyState, check_reply_move
 from replyguard.domain.trust import Proof, explain, is_aligned, permits
 from replyguard.service_layer.inbound.confirmations import learnable, request_confirmation
+from replyguard.service_layer.inbound.effects import claim_effect, effect_key
 from replyguard.service_layer.inbound.matching import Match, match_message, recipients_of
 from replyguard.service_layer.inbound.replies import (
     SOFT_BOUNCE_LIMIT,
@@ -51,7 +52,6 @@ from replyguard.service_layer.inbound.replies import (
 )
 from replyguard.service_layer.rescue import threads
 from replyguard.service_layer.runtime import Runtime
-from replyguard.service_layer.sending.effects import claim_effect, effect_key
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.leads import contact_addresses
 

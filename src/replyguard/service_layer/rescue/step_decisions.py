@@ -24,11 +24,11 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.domain.schedule import load_zone, plan_due
 from replyguard.domain.states import OPEN, Actor, ReplyState, StepState, check_reply_move, check_step_move
-from replyguard.service_layer.sending.rendering import refresh_enrollment
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.campaigns import check_position, find_campaign
 from replyguard.service_layer.workspace.enrollment import campaign_window, step_wait
 from replyguard.service_layer.workspace.leads import find_lead, primary_address
+from replyguard.service_layer.workspace.rendering import refresh_enrollment
 
 #: A person who owns the lead this way decided already: nothing is resent.
 _FINAL = (ReplyState.REPLIED, ReplyState.BOUNCED, ReplyState.UNSUBSCRIBED, ReplyState.STOPPED)

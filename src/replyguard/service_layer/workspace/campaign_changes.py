@@ -26,16 +26,16 @@ from replyguard.domain.campaign_spec import CampaignSpec, CampaignSpecError, Ste
 from replyguard.domain.message_ids import message_id_for, send_key
 from replyguard.domain.schedule import load_zone, plan_due
 from replyguard.domain.states import Actor, ReplyState, StepState, check_step_move
-from replyguard.service_layer.sending.rendering import (
+from replyguard.service_layer.uow import UnitOfWork
+from replyguard.service_layer.workspace.campaigns import CheckedCampaign, find_campaign, source_of, spec_of
+from replyguard.service_layer.workspace.enrollment import campaign_window, live_steps, step_wait
+from replyguard.service_layer.workspace.mailboxes import campaigns_of
+from replyguard.service_layer.workspace.rendering import (
     RenderFailed,
     lead_values,
     refresh_enrollment,
     render_texts,
 )
-from replyguard.service_layer.uow import UnitOfWork
-from replyguard.service_layer.workspace.campaigns import CheckedCampaign, find_campaign, source_of, spec_of
-from replyguard.service_layer.workspace.enrollment import campaign_window, live_steps, step_wait
-from replyguard.service_layer.workspace.mailboxes import campaigns_of
 
 _QUEUED = (StepState.SCHEDULED, StepState.AWAITING_APPROVAL)
 _SENDABLE = (ReplyState.ACTIVE, ReplyState.OUT_OF_OFFICE, ReplyState.HELD)

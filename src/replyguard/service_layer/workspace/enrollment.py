@@ -2,7 +2,7 @@
 
 Rendering at enrollment means a missing value or a failing template is an error now, for this
 lead (it is skipped with the reason), instead of a half-rendered email days later. The
-snapshot is rendered again when its inputs change (`service_layer/sending/rendering.py`).
+snapshot is rendered again when its inputs change (`service_layer/workspace/rendering.py`).
 
 A person who is mid-sequence from the same mailbox (an earlier campaign still has steps to
 send) is not enrolled again unless asked (`allow_parallel`): two parallel threads from one
@@ -20,15 +20,15 @@ from replyguard.domain.addresses import domain_of
 from replyguard.domain.message_ids import message_id_for, send_key
 from replyguard.domain.schedule import SendWindow, Wait, load_zone, plan_due
 from replyguard.domain.states import OPEN, ReplyState, StepState
-from replyguard.service_layer.sending.rendering import (
+from replyguard.service_layer.uow import UnitOfWork
+from replyguard.service_layer.workspace.campaigns import find_campaign
+from replyguard.service_layer.workspace.leads import LeadNotFound, find_lead, primary_address
+from replyguard.service_layer.workspace.rendering import (
     RenderFailed,
     apply_threading,
     lead_values,
     render_texts,
 )
-from replyguard.service_layer.uow import UnitOfWork
-from replyguard.service_layer.workspace.campaigns import find_campaign
-from replyguard.service_layer.workspace.leads import LeadNotFound, find_lead, primary_address
 
 
 @dataclass

@@ -17,9 +17,9 @@ from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import base_address, domain_of, normalize_address
 from replyguard.domain.leads_csv import LeadRow, RowError
 from replyguard.domain.states import ReplyState, StepState
-from replyguard.service_layer.sending.rendering import refresh_leads
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.campaigns import get_or_create_product
+from replyguard.service_layer.workspace.rendering import refresh_leads
 
 
 class LeadNotFound(LookupError):
