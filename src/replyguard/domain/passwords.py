@@ -29,7 +29,7 @@ class WeakPassword(ValueError):
 
 @cache
 def _common() -> frozenset[str]:
-    from zxcvbn.frequency_lists import FREQUENCY_LISTS
+    from zxcvbn.frequency_lists import FREQUENCY_LISTS  # noqa: PLC0415 (zxcvbn's lists are large: only a password change needs them)
 
     words: str | list[str] = FREQUENCY_LISTS["passwords"]
     return frozenset(words.split(",") if isinstance(words, str) else words)
@@ -46,7 +46,7 @@ def check_password(password: str, context: Iterable[str] = ()) -> None:
         raise WeakPassword("a password must be text (no NUL, no unpaired surrogate)")
     if password.strip().lower() in _common():
         raise WeakPassword("this is one of the most common passwords: choose another")
-    from zxcvbn import zxcvbn
+    from zxcvbn import zxcvbn  # noqa: PLC0415 (see above)
 
     hints = [w for w in (c.strip().lower() for c in context) if w]
     hints += [part for w in hints for part in w.replace("@", " ").replace(".", " ").split() if len(part) > 2]

@@ -13,7 +13,7 @@ target_metadata = Base.metadata
 def run_migrations() -> None:
     connection = config.attributes.get("connection")
     if connection is None:
-        from replyguard.adapters.db.engine import make_engine
+        from replyguard.adapters.db.engine import make_engine  # noqa: PLC0415 (alembic runs this file as a script)
 
         engine = make_engine(config.get_main_option("sqlalchemy.url") or "")
         with engine.begin() as conn:

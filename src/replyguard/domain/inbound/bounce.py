@@ -199,7 +199,7 @@ def _ours(failed: list[Report], msg: Message) -> Report:
 
 def _flufl_failures(msg: Message) -> tuple[set[str], set[str]]:
     try:
-        from flufl.bounce import all_failures
+        from flufl.bounce import all_failures  # noqa: PLC0415 (slow to import (0.1 s): only a bounce needs it)
 
         temporary, permanent = all_failures(msg)
     except Exception:  # third-party detectors must never break classification

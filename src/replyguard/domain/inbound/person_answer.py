@@ -36,7 +36,7 @@ def person_answer(new_text: str, subject: str, *, replying: bool) -> str | None:
     ):
         return None
     # Imported here: domain.intent reads domain.inbound's phrases, whose package imports this.
-    from replyguard.domain.intent import detect_intent
+    from replyguard.domain.intent import detect_intent  # noqa: PLC0415 (domain.intent imports this package)
 
     found = detect_intent(head, subject)
     if found.intent.value not in _ANSWERS or found.evidence == ("intent:question-mark",):

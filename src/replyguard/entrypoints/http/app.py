@@ -57,7 +57,7 @@ def create_app(app: App) -> FastAPI:
         record_refusal(app, request, 400, str(exc), [])
         return PlainTextResponse("bad request", status_code=400)
 
-    from replyguard.entrypoints.web import install  # the pages, /api/v1, /metrics, /readyz
+    from replyguard.entrypoints.web import install  # noqa: PLC0415 (the pages, /api/v1, /metrics, /readyz)
 
     install(api, app)
 

@@ -26,6 +26,7 @@ from starlette.requests import Request
 from replyguard.bootstrap import App
 from replyguard.entrypoints.http.forms import BadForm, Body, Form, parse_form, spool
 from replyguard.service_layer.inbound.ingest import WithStore, ingest_raw
+from replyguard.service_layer.inbound.quarantine import keep_refused
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +123,6 @@ def record_refusal(app: App, request: Request, status: int, reason: str, head: I
     kept = getattr(request.state, "authenticated", False)
     log.warning("%s: refused with %s: %s%s", provider, status, reason, " (kept)" if kept else "")
     if kept:
-        from replyguard.service_layer.inbound.quarantine import keep_refused
-
         try:
             keep_refused(app, b"".join(head), provider, f"HTTP {status}: {reason}")
         except SQLAlchemyError as exc:  # the answer stands; only the record of it is lost

@@ -25,6 +25,7 @@ from sqlalchemy import and_, exists, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.notices.base import ChannelResult, NoticeChannel, NoticeMessage
@@ -139,8 +140,6 @@ class NoticeDelivery:
         return claimed
 
     def _message(self, session: object, delivery_id: int, secret: str) -> NoticeMessage:
-        from sqlalchemy.orm import Session
-
         assert isinstance(session, Session)
         delivery = session.get_one(D, delivery_id)
         notice = session.get_one(m.Notice, delivery.notice_id)

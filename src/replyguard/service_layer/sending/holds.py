@@ -27,6 +27,7 @@ from sqlalchemy import Connection, Table, select, update
 from replyguard.adapters.db import models as m
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.states import Actor, IllegalTransition, ReplyState, ThreadState, check_reply_move
+from replyguard.service_layer.rescue.threads import Handoff, open_thread_on
 from replyguard.settings import Settings
 
 _L = cast(Table, m.Lead.__table__)
@@ -61,8 +62,6 @@ def hold_for_person(
     person already owns (held, replied, stopped...) keeps its state, and the thread still tells
     its owner. Must run under the lead's lock (the worker's, or `UnitOfWork.lock_leads`).
     """
-    from replyguard.service_layer.rescue.threads import Handoff, open_thread_on
-
     lead = conn.execute(
         select(_L.c.reply_state).where(_L.c.id == lead_id, _L.c.workspace_id == workspace_id)
     ).one()
@@ -112,8 +111,6 @@ def tell_crossed_send(
 ) -> None:
     """An email went out while a reply was being recorded: mark the reply's thread crossed
     (its next step says to apologise) and tell its owner again."""
-    from replyguard.service_layer.rescue.threads import Handoff, open_thread_on
-
     message_id = conn.execute(select(_S.c.message_id).where(_S.c.id == step_id)).scalar()
     _event(conn, workspace_id, lead_id, step_id, now, "crossed_send_told", {"message_id": message_id})
     thread = conn.execute(

@@ -22,11 +22,11 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
-from replyguard.adapters.imap_check import Check
+from replyguard.adapters.imap_check import Check, check_imap
 from replyguard.adapters.imap_source import ImapUrlError, parse_imap_url
 from replyguard.adapters.secret_box import NoSecretKey, SecretBox, SecretUnreadable
 from replyguard.adapters.transports.base import Outcome
-from replyguard.adapters.transports.smtp import SCHEMES, SmtpSettings, redact_url
+from replyguard.adapters.transports.smtp import SCHEMES, SmtpSettings, SmtpTransport, redact_url
 from replyguard.domain.addresses import check_header_value, normalize_address
 from replyguard.service_layer.scoped import Scoped
 from replyguard.service_layer.uow import UnitOfWork
@@ -369,9 +369,6 @@ def _find(uow: UnitOfWork, address: str) -> m.Mailbox | None:
 def check_account(account: StoredAccount, *, timeout: float = 30.0) -> list[Check]:
     """Log in to the mailbox's SMTP and IMAP servers as it would to send and read, and say in
     words what works and what does not. Nothing is sent, and no folder is changed."""
-    from replyguard.adapters.imap_check import check_imap
-    from replyguard.adapters.transports.smtp import SmtpTransport
-
     found: list[Check] = []
     settings = account.smtp_settings()
     if settings is None:
