@@ -133,6 +133,11 @@ _PERSON_STEP_MOVES: dict[StepState, frozenset[StepState]] = {
 }
 
 
+def first_step_state(*, needs_approval: bool) -> StepState:
+    """The state a step is born in: waiting for a person when its template asks for approval."""
+    return StepState.AWAITING_APPROVAL if needs_approval else StepState.SCHEDULED
+
+
 def check_step_move(current: StepState, target: StepState, actor: Actor = Actor.SYSTEM) -> None:
     allowed = _STEP_MOVES[current]
     if actor is Actor.PERSON:

@@ -34,6 +34,7 @@ from replyguard.domain.states import (
 from replyguard.domain.trust import needs_proof
 from replyguard.service_layer.hooks import Hooks
 from replyguard.service_layer.rescue import thread_versions, threads
+from replyguard.service_layer.steps import put_back
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.enrollment import campaign_window
 from replyguard.service_layer.workspace.leads import contact_addresses
@@ -366,9 +367,7 @@ def pause_steps(uow: UnitOfWork, lead: m.Lead, until: datetime) -> int:
         new = shift_after_pause([s.due_at for s in group], until, campaign_window(campaign), zone)
         for step, due in zip(group, new, strict=True):
             if step.state == StepState.CLAIMED:
-                # Taking the claim back fences out the worker that holds it.
-                step.state, step.claim_token, step.lease_until = StepState.SCHEDULED, None, None
-                step.send_day = None
+                put_back(step, uow.clock.now())  # taking the claim back fences out its worker
             step.due_at = due
             step.updated_at = uow.clock.now()
     if steps:

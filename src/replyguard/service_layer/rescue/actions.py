@@ -8,6 +8,7 @@ from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.states import Actor, ReplyState, StepState, check_reply_move
+from replyguard.service_layer import steps as step_writes
 from replyguard.service_layer.inbound.replies import cancel_queued_steps
 from replyguard.service_layer.rescue import thread_versions
 from replyguard.service_layer.rescue.step_decisions import skip
@@ -50,8 +51,7 @@ def approve_steps(
         uow.session.refresh(step)
         if step.state != StepState.AWAITING_APPROVAL:
             continue  # cancelled by a reply in the meantime
-        step.state = StepState.SCHEDULED
-        step.updated_at = uow.clock.now()
+        step_writes.approve(step, uow.clock.now())
         uow.add_event("step_approved", lead_id=step.lead_id, step_id=step.id, by=approver)
         approved += 1
     return approved
@@ -105,7 +105,7 @@ def resolve_unknown(uow: UnitOfWork, step_id: int, *, went_out: bool) -> None:
     if step.state != StepState.UNKNOWN:
         raise LookupError(f"step {step_id} is not an unknown outcome any more")
     if went_out:
-        step.state, step.sent_at = StepState.SENT, uow.clock.now()
+        step_writes.went_out(step, uow.clock.now())
     else:
         skip(uow, step, why="not sent (checked by a person)")
     uow.add_event("unknown_resolved", lead_id=step.lead_id, step_id=step_id, went_out=went_out)

@@ -9,7 +9,7 @@ from sqlalchemy import select, update
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.next_step import ThreadKind
-from replyguard.domain.states import Actor, ReplyKind, ReplyState, StepState, check_step_move
+from replyguard.domain.states import Actor, ReplyKind, ReplyState, StepState
 from replyguard.service_layer.inbound import confirmations
 from replyguard.service_layer.inbound.replies import IncomingReply, record_reply
 from replyguard.service_layer.rescue import step_decisions
@@ -24,6 +24,7 @@ from replyguard.service_layer.rescue.decision_base import (
     planned_text,
 )
 from replyguard.service_layer.rescue.replan import replan_lead
+from replyguard.service_layer.steps import put_back
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.leads import contact_for_address
 from replyguard.settings import Settings
@@ -169,9 +170,7 @@ def send_again(uow: UnitOfWork, thread: m.RescueThread, r: Request, s: Settings)
     step = _unknown_step(uow, thread, r.step_id)
     if step.cancel_requested:
         raise DecisionError("a reply came in while this step was in flight: it is not sent again")
-    check_step_move(StepState.UNKNOWN, StepState.SCHEDULED, Actor.PERSON)
-    step.state, step.claim_token, step.lease_until, step.send_day = StepState.SCHEDULED, None, None, None
-    step.due_at, step.updated_at = uow.clock.now(), uow.clock.now()
+    put_back(step, uow.clock.now(), actor=Actor.PERSON, due_at=uow.clock.now())
     uow.session.execute(
         update(m.OutboundMessage).where(m.OutboundMessage.step_id == step.id).values(status="not_sent")
     )

@@ -24,6 +24,7 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.domain.schedule import load_zone, plan_due
 from replyguard.domain.states import OPEN, Actor, ReplyState, StepState, check_reply_move, check_step_move
+from replyguard.service_layer.steps import put_back
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.campaigns import check_position, find_campaign
 from replyguard.service_layer.workspace.enrollment import campaign_window, step_wait
@@ -90,10 +91,9 @@ def resend_step(uow: UnitOfWork, campaign_name: str, email: str, position: int |
         )
     ):
         raise DecisionRefused(f"{step.to_address} is suppressed: nothing is resent to it")
-    check_step_move(StepState.FAILED, StepState.SCHEDULED, Actor.PERSON)
     now = uow.clock.now()
-    step.state, step.due_at, step.attempts = StepState.SCHEDULED, now, 0
-    step.claim_token, step.lease_until, step.send_day, step.updated_at = None, None, None, now
+    put_back(step, now, actor=Actor.PERSON, due_at=now)
+    step.attempts = 0
     uow.add_event("step_resent", lead_id=lead.id, step_id=step.id, by="person", last_error=step.last_error)
     note = _unhold(uow, lead, step)
     return StepDecision(step.id, step.position, step.state, lead.reply_state, note)

@@ -13,6 +13,7 @@ from replyguard.service_layer.rescue import thread_versions
 from replyguard.service_layer.sending.holds import tell_crossed_send
 from replyguard.service_layer.sending.worker_base import OUT, Claim, Fence, L, S, in_states
 from replyguard.service_layer.sending.worker_context import WorkerContext
+from replyguard.service_layer.steps import back_in_queue
 
 log = logging.getLogger(__name__)
 
@@ -111,12 +112,12 @@ class Recovery:
             enrollment_id = conn.execute(select(S.c.enrollment_id).where(S.c.id == step_id)).scalar_one()
             ctx.complete_finished(conn, {enrollment_id})
         elif probe is Probe.NOT_SENT:
-            state = StepState.CANCELLED if cancel_requested else StepState.SCHEDULED
-            conn.execute(
-                update(S)
-                .where(fence.to(state))
-                .values(state=state, claim_token=None, lease_until=None, send_day=None, updated_at=now)
-            )
+            if cancel_requested:
+                state, values = StepState.CANCELLED, {"state": StepState.CANCELLED, "updated_at": now}
+                values |= {"claim_token": None, "lease_until": None, "send_day": None}
+            else:
+                state, values = StepState.SCHEDULED, back_in_queue(StepState.SENDING, now)
+            conn.execute(update(S).where(fence.to(state)).values(**values))
             conn.execute(update(OUT).where(OUT.c.step_id == step_id).values(status="not_sent"))
             ctx.event(conn, "send_reconciled", lead_id, step_id, found="not sent")
         else:

@@ -44,6 +44,7 @@ from replyguard.service_layer.sending.worker_base import (
     in_states,
 )
 from replyguard.service_layer.sending.worker_context import WorkerContext
+from replyguard.service_layer.steps import back_in_queue
 
 log = logging.getLogger(__name__)
 
@@ -333,21 +334,16 @@ class SendGuard:
                     # the claim: back to the queue before any marker is written.
                     later.setdefault(until, []).append(claim)
                 continue
-            if refusal.cancel:
-                values: dict[str, Any] = {"state": StepState.CANCELLED, "cancel_reason": "refused"}
-            else:
-                values = {
-                    "state": StepState.SCHEDULED,
-                    "due_at": max(now, lead.paused_until or now),
-                    "send_day": None,
-                }
             # `recheck` refuses only a step it read CLAIMED under our token. The WHERE below
             # stays fenced on the token alone, as it always was; the move is checked here.
-            check_step_move(StepState(row.state), values["state"])
+            if refusal.cancel:
+                check_step_move(StepState(row.state), StepState.CANCELLED)
+                values: dict[str, Any] = {"state": StepState.CANCELLED, "cancel_reason": "refused"}
+                values |= {"claim_token": None, "lease_until": None, "updated_at": now}
+            else:
+                values = back_in_queue(StepState(row.state), now, due_at=max(now, lead.paused_until or now))
             conn.execute(
-                update(S)
-                .where(S.c.id == claim.step_id, S.c.claim_token == claim.token)
-                .values(claim_token=None, lease_until=None, updated_at=now, **values)
+                update(S).where(S.c.id == claim.step_id, S.c.claim_token == claim.token).values(**values)
             )
             ctx.event(
                 conn,

@@ -21,7 +21,7 @@ from replyguard.domain.message_ids import bounce_address, unsubscribe_token
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.schedule import SendWindow, load_zone
 from replyguard.domain.send_policy import SendLimits
-from replyguard.domain.states import OPEN, EnrollmentState, StepState, step_move
+from replyguard.domain.states import OPEN, EnrollmentState, StepState, check_step_move, step_move
 from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.sending.holds import hold_for_person
 from replyguard.service_layer.sending.worker_base import _SEND_ROWS, EV, OUT, Claim, E, L, S, in_states
@@ -189,6 +189,7 @@ class WorkerContext:
         a stop had asked to cancel the step): the lead already belongs to a person and keeps its
         state; the step is still shown in its rescue thread."""
         now = self.now()
+        check_step_move(StepState.SENDING, StepState.UNKNOWN)  # only a step in flight is unknown
         conn.execute(
             update(S)
             .where(where)

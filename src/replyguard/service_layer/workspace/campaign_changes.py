@@ -21,11 +21,10 @@ from datetime import datetime
 from sqlalchemy import func, select
 
 from replyguard.adapters.db import models as m
-from replyguard.domain.addresses import domain_of
 from replyguard.domain.campaign_spec import CampaignSpec, CampaignSpecError, StepSpec
-from replyguard.domain.message_ids import message_id_for, send_key
 from replyguard.domain.schedule import load_zone, plan_due
 from replyguard.domain.states import Actor, ReplyState, StepState, check_step_move
+from replyguard.service_layer.steps import new_step
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.campaigns import CheckedCampaign, find_campaign, source_of, spec_of
 from replyguard.service_layer.workspace.enrollment import campaign_window, live_steps, step_wait
@@ -297,26 +296,7 @@ def _append(
     address = steps[0].to_address
     for template, text in zip(added, texts, strict=True):
         position = len(steps) + 1
-        key = send_key(secret, enrollment.id, position)
-        step = m.Step(
-            workspace_id=uow.workspace_id,
-            enrollment_id=enrollment.id,
-            lead_id=lead.id,
-            mailbox_id=mailbox.id,
-            campaign_step_id=template.id,
-            position=position,
-            state=StepState.AWAITING_APPROVAL if template.approval else StepState.SCHEDULED,
-            due_at=now,
-            send_key=key,
-            message_id=message_id_for(key, domain_of(mailbox.address)),
-            to_address=address,
-            to_name=text.to_name,
-            subject=text.subject or "",
-            subject_key="",
-            body=text.body,
-            attempts=0,
-            updated_at=now,
-        )
+        step = new_step(uow, enrollment, template, position, mailbox, secret, address, text, now)
         uow.session.add(step)
         steps.append(step)
     uow.session.flush()

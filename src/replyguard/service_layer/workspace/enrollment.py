@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
-from replyguard.domain.addresses import domain_of
-from replyguard.domain.message_ids import message_id_for, send_key
 from replyguard.domain.schedule import SendWindow, Wait, load_zone, plan_due
-from replyguard.domain.states import OPEN, ReplyState, StepState
+from replyguard.domain.states import OPEN, ReplyState
+from replyguard.service_layer.steps import new_step
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.campaigns import find_campaign
 from replyguard.service_layer.workspace.leads import LeadNotFound, find_lead, primary_address
@@ -184,26 +183,7 @@ def _enroll_one(
     # at position - 1), whatever the campaign's own numbering after retired steps.
     for position, (step, text) in enumerate(zip(steps, texts, strict=True), start=1):
         due = plan_due(due, step_wait(step), window, zone)
-        key = send_key(secret, enrollment.id, position)
-        rows.append(
-            m.Step(
-                workspace_id=uow.workspace_id,
-                enrollment_id=enrollment.id,
-                lead_id=lead.id,
-                mailbox_id=mailbox.id,
-                campaign_step_id=step.id,
-                position=position,
-                state=StepState.AWAITING_APPROVAL if step.approval else StepState.SCHEDULED,
-                due_at=due,
-                send_key=key,
-                message_id=message_id_for(key, domain_of(mailbox.address)),
-                to_address=address,
-                to_name=text.to_name,
-                body=text.body,
-                attempts=0,
-                updated_at=uow.clock.now(),
-            )
-        )
+        rows.append(new_step(uow, enrollment, step, position, mailbox, secret, address, text, due))
     apply_threading(rows, [text.subject for text in texts])
     uow.session.add_all(rows)
     uow.add_event("enrolled", lead_id=lead.id, campaign=campaign.name, steps=len(steps))
