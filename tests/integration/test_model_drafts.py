@@ -120,6 +120,13 @@ def test_the_reply_transaction_never_reaches_the_model() -> None:
     # The composition root builds the client; the drafting service is the only one that calls it.
     assert callers <= {"service_layer/rescue/drafting.py", "bootstrap.py"}, callers
     assert "service_layer/rescue/drafting.py" in callers, callers
-    for module in ("replies", "inbound_apply", "ingest", "threads", "notices", "thread_context"):
+    for module in (
+        "inbound/replies",
+        "inbound/apply",
+        "inbound/ingest",
+        "rescue/threads",
+        "rescue/notices",
+        "rescue/thread_context",
+    ):
         imported = {name for _l, name in imports_of(PACKAGE / "service_layer" / f"{module}.py")}
         assert "replyguard.service_layer.rescue.drafting" not in imported, module

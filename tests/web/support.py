@@ -93,11 +93,11 @@ def sign_in(client: httpx.Client, email: str, password: str = PASSWORD) -> httpx
 @contextmanager
 def signed_in(base: str, email: str) -> Iterator[tuple[httpx.Client, str]]:
     """A client with a live session, and the session's form token."""
-    with httpx.Client(base_url=base, timeout=30) as client:
+    with httpx.Client(base_url=base, timeout=120) as client:
         response = sign_in(client, email)
         assert response.status_code == 303, response.text
         yield client, csrf_of(client.get("/campaigns").text)
 
 
 def api_client(base: str, token: str) -> httpx.Client:
-    return httpx.Client(base_url=base, timeout=60, headers={"Authorization": f"Bearer {token}"})
+    return httpx.Client(base_url=base, timeout=120, headers={"Authorization": f"Bearer {token}"})
