@@ -37,7 +37,12 @@ def checks_of(ctx: WebContext, workspace_id: int, mailbox_id: int) -> list[Check
     """`mailbox test` for the web: the checks, or an HTTPException saying why none ran."""
     try:
         with ctx.scoped.read(workspace_id) as uow:
-            account = stored_account(uow, ctx.app.secret_box(), mailbox_id=mailbox_id)
+            account = stored_account(
+                uow,
+                ctx.app.secret_box(),
+                mailbox_id=mailbox_id,
+                token_for=ctx.app.for_workspace(workspace_id).oauth_token,
+            )
     except MailboxNotFound:
         raise NotFound(f"no mailbox {mailbox_id}") from None
     except (NoSecretKey, SecretUnreadable) as exc:

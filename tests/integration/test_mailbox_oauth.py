@@ -1,0 +1,208 @@
+"""The OAuth2 life cycle of a connected mailbox, end to end (issue 24, item 3): connect, send
+and read with XOAUTH2, refresh before expiry, a revoked grant pauses the mailbox and tells its
+owners how to reconnect, and reconnecting resumes it.
+
+Every party is real: a local authorization server built from Authlib's server parts
+(tests/support/oauth_server.py: code flow with PKCE, refresh, RFC 7662 introspection), a
+private Dovecot whose oauth2 passdb introspects each XOAUTH2 token there, and an aiosmtpd
+server whose XOAUTH2 mechanism does the same. The "provider" is Google's configuration with
+its endpoints and servers pointed at them, as REPLYGUARD_GOOGLE_* would."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from replyguard.adapters.db import models as m
+from replyguard.adapters.oauth import Grant
+from replyguard.adapters.secret_box import SecretBox, new_key
+from replyguard.bootstrap import App
+from replyguard.domain.clock import FixedClock
+from replyguard.domain.leads_csv import read_leads
+from replyguard.service_layer.sending.worker import Worker
+from replyguard.service_layer.workspace.campaigns import create_campaign
+from replyguard.service_layer.workspace.leads import import_leads
+from replyguard.service_layer.workspace.mailbox_accounts import watched_sources
+from replyguard.service_layer.workspace.mailbox_oauth import connect_oauth
+from replyguard.settings import OAuthSettings, google_provider
+from tests.support.imap_server import DovecotServer, dovecot_or_skip
+from tests.support.oauth_server import CLIENT_ID, CLIENT_SECRET, AuthorizationServer, XOAuth2SmtpServer
+from tests.support.scenario import campaign_toml, csv_of, enroll_all
+from tests.support.tls import CertPair, TlsUnavailable, self_signed_cert
+
+DANA = "dana@alpha.test"
+ADMIN = "admin@seller.test"  # who connected the mailbox: told too when its grant is refused
+REDIRECT = "http://127.0.0.1:9/mailboxes/oauth/callback"  # never opened: the code is read off it
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> CertPair:
+    try:
+        return self_signed_cert(tmp_path_factory.mktemp("tls"))
+    except TlsUnavailable as exc:
+        pytest.skip(f"no TLS in this environment: {exc}")
+
+
+@pytest.fixture
+def provider_side(certs: CertPair) -> Iterator[tuple[AuthorizationServer, XOAuth2SmtpServer, DovecotServer]]:
+    with AuthorizationServer((REDIRECT,), approve_as=DANA) as authz:
+        dovecot = DovecotServer(
+            dovecot_or_skip(), {DANA: "not-the-way-in"}, oauth2_introspection=authz.introspection_url
+        )
+        with XOAuth2SmtpServer(authz, tls=certs) as smtp, dovecot:
+            yield authz, smtp, dovecot
+
+
+@pytest.fixture
+def wall() -> FixedClock:
+    """The real clock the provider's token lifetimes count in, moved by the test."""
+    return FixedClock(datetime.now(UTC))
+
+
+def _configure(
+    app: App,
+    wall: FixedClock,
+    authz: AuthorizationServer,
+    smtp: XOAuth2SmtpServer,
+    dovecot: DovecotServer,
+    certs: CertPair,
+) -> None:
+    app.secret_keys = (new_key(),)
+    app.wall_clock = wall
+    google = replace(
+        google_provider(),
+        authorize_url=f"{authz.url}/authorize",
+        token_url=f"{authz.url}/token",
+        smtp_url=f"smtp+starttls://{{address}}@127.0.0.1:{smtp.port}?cafile={certs.cert}",
+        imap_url=f"imap://{{address}}@127.0.0.1:{dovecot.port}/INBOX?starttls=no",
+        client_id=CLIENT_ID,
+        client_secret=CLIENT_SECRET,
+    )
+    app.oauth = OAuthSettings(providers=(google,), redirect_url=REDIRECT)
+
+
+def _sign_in(app: App) -> Grant:
+    """What a person does in the browser: the authorization URL, the provider's consent (the
+    local server approves as Dana), the redirect back with the code."""
+    client = app.oauth_client("google")
+    started = client.begin(login_hint=DANA)
+    assert "code_challenge_method=S256" in started.url
+    back = httpx.get(started.url).headers["location"]
+    return client.finish(back, started.state, started.code_verifier, app.wall_clock.now())
+
+
+def _connect(app: App) -> None:
+    grant = _sign_in(app)
+    with app.uow() as uow:
+        connect_oauth(uow, app.secret_box(), app.oauth.provider("google"), DANA, grant, by=ADMIN)
+        uow.commit()
+
+
+def _lead(app: App, email: str) -> None:
+    with app.uow() as uow:
+        import_leads(uow, "P", list(read_leads(csv_of([{"email": email, "first_name": "Lee"}]))))
+        uow.commit()
+    enroll_all(app, "C")
+
+
+def _mailbox(app: App) -> m.Mailbox:
+    with app.uow() as uow:
+        found = uow.session.scalar(select(m.Mailbox).where(m.Mailbox.address == DANA))
+        assert found is not None
+        uow.session.expunge(found)
+        return found
+
+
+def _reply(n: int) -> bytes:
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"] = f"lead{n}@one.test", DANA, f"Re: Hello {n}"
+    msg["Message-ID"] = f"<answer{n}@one.test>"
+    msg.set_content("Tell me more.\n")
+    return msg.as_bytes()
+
+
+def test_connect_refresh_revoke_and_reconnect(
+    app: App,
+    clock: FixedClock,
+    wall: FixedClock,
+    provider_side: tuple[AuthorizationServer, XOAuth2SmtpServer, DovecotServer],
+    certs: CertPair,
+) -> None:
+    authz, smtp, dovecot = provider_side
+    _configure(app, wall, authz, smtp, dovecot, certs)
+    clock.advance(timedelta(hours=4))  # Monday 10:00 UTC: inside the sending window
+
+    with app.uow() as uow:
+        create_campaign(uow, campaign_toml("C", "P", mailbox=DANA))  # Dana owns it
+        uow.commit()
+
+    # Connect: the grant is stored encrypted, nothing of it in the clear.
+    _connect(app)
+    stored = _mailbox(app)
+    assert stored.oauth_provider == "google" and stored.status == "active"
+    tokens = json.loads(SecretBox(app.secret_keys).decrypt(stored.secret or ""))["oauth"]
+    assert tokens["refresh_token"] not in (stored.secret or "")
+    first_access = tokens["access_token"]
+
+    # Send and read, each logged in with XOAUTH2 as the mailbox itself (a folder's first read
+    # starts from now: what is there already is not a reply).
+    assert list(app.mailbox_pollers().run_once().values()) == [0]
+    _lead(app, "lead1@one.test")
+    assert Worker(app).run_once().sent == 1
+    [sent] = smtp.wait_for_messages(1)
+    assert sent.authenticated and sent.tls and smtp.xoauth2_logins == [(DANA, True)]
+    dovecot.append(_reply(1), user=DANA)
+    assert list(app.mailbox_pollers().run_once().values()) == [1]
+    assert authz.refreshes == 0  # the token had an hour left: none was asked for
+
+    # Refresh before expiry: with less than the margin (5 minutes) left, the next login asks
+    # the provider for a new token first, stores it, and both servers take it.
+    wall.advance(timedelta(minutes=56))
+    _lead(app, "lead2@one.test")
+    assert Worker(app).run_once().sent == 1
+    assert authz.refreshes == 1 and len(smtp.wait_for_messages(2)) == 2
+    renewed = json.loads(SecretBox(app.secret_keys).decrypt(_mailbox(app).secret or ""))["oauth"]
+    assert renewed["access_token"] != first_access and authz.active(renewed["access_token"])
+    assert _mailbox(app).token_expires_at == wall.now() + timedelta(hours=1)
+    dovecot.append(_reply(2), user=DANA)
+    assert list(app.mailbox_pollers().run_once().values()) == [1]
+    assert authz.refreshes == 1
+
+    # Revoked: Dana removes the app's access in her account. The servers refuse the token, the
+    # refresh is refused (invalid_grant): the mailbox pauses, its owners are told how to
+    # reconnect, the email waits unharmed and the poller stops watching it.
+    authz.revoke(DANA)
+    _lead(app, "lead3@one.test")
+    report = Worker(app).run_once()
+    assert report.sent == 0 and len(smtp.accepted()) == 2
+    paused = _mailbox(app)
+    assert paused.status == "paused" and paused.grant_revoked_at is not None
+    assert "refused the mailbox's OAuth2 grant" in (paused.paused_reason or "")
+    with app.uow() as uow:
+        notices = uow.session.execute(
+            select(m.Notice.recipient, m.Notice.payload).where(m.Notice.kind == "mailbox_paused")
+        ).all()
+        waiting = uow.session.scalars(
+            select(m.Step.state).where(m.Step.to_address == "lead3@one.test", m.Step.position == 1)
+        ).all()
+        assert watched_sources(uow, app.secret_box()) == {}
+    assert sorted(recipient for recipient, _ in notices) == [ADMIN, DANA]
+    for _, payload in notices:
+        assert f"replyguard mailbox add {DANA} --oauth google" in payload["recommendation"]
+        assert "Connect with Google" in payload["recommendation"]
+    assert waiting == ["scheduled"]  # not failed, no attempt used: it goes when the mailbox does
+
+    # Reconnect: the mailbox resumes by itself and the waiting email goes out.
+    _connect(app)
+    assert _mailbox(app).status == "active" and _mailbox(app).grant_revoked_at is None
+    assert Worker(app).run_once().sent == 1
+    assert len(smtp.wait_for_messages(3)) == 3
+    dovecot.append(_reply(3), user=DANA)
+    assert list(app.mailbox_pollers().run_once().values()) == [1]
