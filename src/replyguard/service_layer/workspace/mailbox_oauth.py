@@ -101,7 +101,8 @@ def remember_request(
 
 def take_request(uow: UnitOfWork, box: SecretBox | None, *, state: str, session_id: int) -> PendingRequest:
     """The request a callback answers, used up (a state works once, in the session that
-    started it, within REQUEST_TTL). Raises AuthorizationFailed."""
+    started it, within REQUEST_TTL). Raises AuthorizationFailed; a state tried from another
+    session is used up all the same (commit before re-raising)."""
     if box is None:
         raise NoSecretKey("read the mailbox's OAuth2 request")
     found = uow.session.scalar(
@@ -109,9 +110,12 @@ def take_request(uow: UnitOfWork, box: SecretBox | None, *, state: str, session_
             m.OAuthRequest.workspace_id == uow.workspace_id, m.OAuthRequest.state_hash == _state_hash(state)
         )
     )
-    if found is None or found.session_id != session_id:
+    if found is None:
         raise AuthorizationFailed("this sign-in was not started here (or was used already): start again")
     uow.session.delete(found)
+    uow.session.flush()
+    if found.session_id != session_id:
+        raise AuthorizationFailed("this sign-in was not started here (or was used already): start again")
     if found.created_at < uow.clock.now() - REQUEST_TTL:
         raise AuthorizationFailed("this sign-in took too long: start again")
     return PendingRequest(found.address, found.provider, found.by, box.decrypt(found.verifier))

@@ -60,8 +60,10 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     def oauth_callback(request: Request, who: Admin, state: str = "") -> Response:
         try:
             with ctx.scoped.write(who.workspace_id) as uow:
-                pending = take_request(uow, ctx.app.secret_box(), state=state, session_id=who.session_id)
-                uow.commit()
+                try:
+                    pending = take_request(uow, ctx.app.secret_box(), state=state, session_id=who.session_id)
+                finally:
+                    uow.commit()  # a state tried is used up, whoever tried it
             provider = ctx.app.oauth.provider(pending.provider)
             client = ctx.app.oauth_client(pending.provider)
             grant = client.finish(str(request.url), state, pending.code_verifier, ctx.app.wall_clock.now())

@@ -34,13 +34,12 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     Who = Annotated[Viewer, Depends(guards.page(Capability.READ))]
     Admin = Annotated[Viewer, Depends(guards.page(Capability.MAILBOXES))]
 
-    providers = [p for p in ctx.app.oauth.providers if p.configured]
-    # "Connect with ..." posts here and is sent on to the provider: the page's form-action
-    # names exactly the configured providers' sign-in origins, and nothing else.
-    origins = sorted({"{0.scheme}://{0.netloc}".format(urlsplit(p.authorize_url)) for p in providers})
-    page_csp = CSP.replace("form-action 'self'", " ".join(["form-action 'self'", *origins]))
-
     def render(request: Request, who: Viewer, *, status: int = 200, **extra: Any) -> Response:
+        providers = [p for p in ctx.app.oauth.providers if p.configured]
+        # "Connect with ..." posts to us and is sent on to the provider: the page's form-action
+        # names exactly the configured providers' sign-in origins, and nothing else.
+        origins = sorted({"{0.scheme}://{0.netloc}".format(urlsplit(p.authorize_url)) for p in providers})
+        page_csp = CSP.replace("form-action 'self'", " ".join(["form-action 'self'", *origins]))
         with ctx.scoped.read(who.workspace_id) as uow:
             rows = mq.list_mailboxes(uow)
         context = {"error": "", "tested": None, "form": {}, **extra}
