@@ -203,6 +203,11 @@ def mailbox_add(
 ) -> None:
     """Connect a mailbox to its own SMTP server and IMAP account (new or existing mailbox)."""
     if oauth is not None:
+        if password_file is not None:
+            from replyguard.entrypoints.cli.app import fail
+            from replyguard.entrypoints.cli.errors import EXIT_USAGE
+
+            fail("give --password-file or --oauth, not both", code=EXIT_USAGE)
         _add_oauth(ctx, address, oauth, smtp, imap, by, (from_name, daily_cap, timezone), as_json)
         return
     from replyguard.adapters.secret_box import NoSecretKey
