@@ -10,11 +10,14 @@ its endpoints and servers pointed at them, as REPLYGUARD_GOOGLE_* would."""
 
 from __future__ import annotations
 
+import email
+import email.policy
 import json
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
+from pathlib import Path
 
 import httpx
 import pytest
@@ -197,6 +200,19 @@ def test_connect_refresh_revoke_and_reconnect(
     for _, payload in notices:
         assert f"replyguard mailbox add {DANA} --oauth google" in payload["recommendation"]
         assert "Connect with Google" in payload["recommendation"]
+    # The notices go out through the notice outbox like any other (here: email through the
+    # default transport, the tests' Maildir), saying why and how to reconnect.
+    assert app.notice_delivery().run_once().delivered == 4  # with the two replies' notices
+    told = {
+        str(msg["To"]): msg.get_content()
+        for msg in (
+            email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+            for path in (Path(app.transport_spec.removeprefix("maildir:")) / "new").iterdir()
+        )
+        if isinstance(msg, EmailMessage) and "paused" in msg.get_content()
+    }
+    assert sorted(told) == [ADMIN, DANA]
+    assert all(f"Mailbox {DANA} paused" in text and "--oauth google" in text for text in told.values())
     assert waiting == ["scheduled"]  # not failed, no attempt used: it goes when the mailbox does
 
     # Reconnect: the mailbox resumes by itself and the waiting email goes out.
