@@ -34,6 +34,7 @@ from replyguard.service_layer.workspace.campaigns import create_campaign
 from replyguard.service_layer.workspace.leads import import_leads
 from replyguard.service_layer.workspace.mailbox_accounts import watched_sources
 from replyguard.service_layer.workspace.mailbox_oauth import connect_oauth
+from replyguard.service_layer.workspace.mailboxes import GrantRefused, resume_mailbox
 from replyguard.settings import OAuthSettings, google_provider
 from tests.support.imap_server import DovecotServer, dovecot_or_skip
 from tests.support.oauth_server import CLIENT_ID, CLIENT_SECRET, AuthorizationServer, XOAuth2SmtpServer
@@ -214,6 +215,10 @@ def test_connect_refresh_revoke_and_reconnect(
     assert sorted(told) == [ADMIN, DANA]
     assert all(f"Mailbox {DANA} paused" in text and "--oauth google" in text for text in told.values())
     assert waiting == ["scheduled"]  # not failed, no attempt used: it goes when the mailbox does
+
+    # Resuming would not help (the next login would be refused again): it says to reconnect.
+    with app.uow() as uow, pytest.raises(GrantRefused, match="--oauth google"):
+        resume_mailbox(uow, DANA)
 
     # Reconnect: the mailbox resumes by itself and the waiting email goes out.
     _connect(app)

@@ -121,7 +121,7 @@ def mailbox_resume(ctx: typer.Context, address: Address, as_json: AsJson = False
         with instance.uow() as uow:
             resumed = resume_mailbox(uow, address)
             uow.commit()
-    except LookupError as exc:
+    except (LookupError, ValueError) as exc:  # GrantRefused: connect it again instead
         fail(str(exc))
     if as_json:
         emit_json({"mailbox": address, "resumed": resumed, "status": "active"})
@@ -197,7 +197,9 @@ def mailbox_add(
     ] = None,
     by: Annotated[
         str | None,
-        typer.Option("--by", help="Who connects it (told if the grant is ever refused; default: you)."),
+        typer.Option(
+            "--by", help="Who is told if the grant is ever refused (default: the mailbox's own address)."
+        ),
     ] = None,
     as_json: AsJson = False,
 ) -> None:
@@ -259,6 +261,7 @@ def _add_oauth(
 
     from replyguard.adapters.oauth import AuthorizationFailed, TokenUnavailable
     from replyguard.adapters.secret_box import NoSecretKey
+    from replyguard.domain.addresses import normalize_address
     from replyguard.domain.campaign_spec import CampaignSpecError
     from replyguard.domain.schedule import ScheduleError
     from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app, out
@@ -266,10 +269,11 @@ def _add_oauth(
     from replyguard.service_layer.workspace.mailbox_accounts import AccountError
     from replyguard.service_layer.workspace.mailbox_oauth import connect_oauth
     from replyguard.service_layer.workspace.mailboxes import MailboxSettings
-    from replyguard.settings import acting_user
 
     instance = open_app(ctx)
     try:
+        # Told if the grant is ever refused: by default the person who signs in, the mailbox's.
+        connected_by = normalize_address(by or address)
         client = instance.oauth_client(provider.strip().lower())
         found = instance.oauth.provider(provider.strip().lower())
         box = instance.secret_box()
@@ -293,7 +297,7 @@ def _add_oauth(
                 found,
                 address,
                 grant,
-                by=by or acting_user(),
+                by=connected_by,
                 smtp_url=smtp,
                 imap_url=imap,
                 settings=MailboxSettings(*settings),

@@ -219,6 +219,8 @@ def connect_mailbox(
     mailbox.imap_folders = list(folders) if imap_url else None
     mailbox.sent_folder = sent
     mailbox.secret = secret
+    # A password replaces an OAuth2 grant (and its refusal): the mailbox logs in with it now.
+    mailbox.oauth_provider = mailbox.token_expires_at = mailbox.grant_revoked_at = None
     mailbox.connected_at = uow.clock.now()
     uow.session.flush()
     uow.add_event("mailbox_connected", mailbox=address, smtp=smtp_url, imap=imap_url, folders=list(folders))
@@ -235,7 +237,8 @@ def disconnect_mailbox(uow: UnitOfWork, address: str) -> str:
     if campaigns_of(uow, mailbox.id):
         mailbox.smtp_url = mailbox.imap_url = mailbox.secret = mailbox.sent_folder = None
         mailbox.imap_folders = None
-        mailbox.connected_at = None
+        mailbox.oauth_provider = mailbox.token_expires_at = mailbox.grant_revoked_at = None
+        mailbox.connected_at = mailbox.connected_by = None
         uow.add_event("mailbox_disconnected", mailbox=mailbox.address)
         return "disconnected"
     uow.session.delete(mailbox)

@@ -32,6 +32,10 @@ class MailboxNotFound(LookupError):
     pass
 
 
+class GrantRefused(ValueError):
+    """A mailbox whose OAuth2 grant the provider refused: only connecting it again helps."""
+
+
 @dataclass(frozen=True, slots=True)
 class MailboxSettings:
     from_name: str | None = None
@@ -108,6 +112,12 @@ def resume_mailbox(uow: UnitOfWork, address: str) -> bool:
     mailbox = find_mailbox(uow, address)
     if mailbox.status == "active":
         return False
+    if mailbox.grant_revoked_at is not None:
+        raise GrantRefused(
+            f"{mailbox.address}: the provider refused its OAuth2 grant, so resuming would not help:"
+            f" connect it again (`replyguard mailbox add {mailbox.address} --oauth {mailbox.oauth_provider}`"
+            " or the Mailboxes page); it resumes by itself then"
+        )
     mailbox.status, mailbox.paused_reason, mailbox.paused_at = "active", None, None
     uow.add_event("mailbox_resumed", mailbox=mailbox.address)
     return True

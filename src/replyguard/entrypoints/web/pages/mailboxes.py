@@ -24,7 +24,7 @@ from replyguard.entrypoints.web.render import CSP
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
 from replyguard.service_layer.queries import mailboxes as mq
 from replyguard.service_layer.workspace.mailbox_accounts import disconnect_mailbox
-from replyguard.service_layer.workspace.mailboxes import resume_mailbox
+from replyguard.service_layer.workspace.mailboxes import GrantRefused, resume_mailbox
 
 Field = Annotated[str, Form(max_length=500)]
 
@@ -118,10 +118,14 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
 
     @routes.post("/mailboxes/{mailbox_id}/resume")
     def resume(who: Admin, mailbox_id: ObjectId) -> Response:
-        with ctx.scoped.write(who.workspace_id) as uow:
-            address = mq.mailbox_address(uow, mailbox_id)
-            resume_mailbox(uow, address)
-            uow.commit()
+        try:
+            with ctx.scoped.write(who.workspace_id) as uow:
+                address = mq.mailbox_address(uow, mailbox_id)
+                resume_mailbox(uow, address)
+                uow.commit()
+        except GrantRefused as exc:
+            flash(ctx, who, str(exc), "error")
+            return RedirectResponse("/mailboxes", status_code=303)
         flash(ctx, who, f"{address} resumed: its campaigns send again.")
         return RedirectResponse("/mailboxes", status_code=303)
 
