@@ -13,6 +13,7 @@ from __future__ import annotations
 import email
 import email.policy
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -138,7 +139,9 @@ def test_connect_refresh_revoke_and_reconnect(
     wall: FixedClock,
     provider_side: tuple[AuthorizationServer, XOAuth2SmtpServer, DovecotServer],
     certs: CertPair,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     authz, smtp, dovecot = provider_side
     _configure(app, wall, authz, smtp, dovecot, certs)
     clock.advance(timedelta(hours=4))  # Monday 10:00 UTC: inside the sending window
@@ -227,3 +230,11 @@ def test_connect_refresh_revoke_and_reconnect(
     assert len(smtp.wait_for_messages(3)) == 3
     dovecot.append(_reply(3), user=DANA)
     assert list(app.mailbox_pollers().run_once().values()) == [1]
+
+    # No token, refresh token or client secret in any log line of the whole life cycle (but
+    # the local authorization server's own: Authlib's server parts log what they issue).
+    server_side = ("authlib.oauth2.rfc6749.grants", "authlib.oauth2.rfc6749.authorization_server")
+    logged = [r.getMessage() for r in caplog.records if not r.name.startswith(server_side)]
+    secrets = [s for t in authz.tokens for s in (t.access_token, t.refresh_token) if s] + [CLIENT_SECRET]
+    leaked = [line for line in logged if any(s in line for s in secrets)]
+    assert len(secrets) >= 4 and len(logged) > 10 and not leaked, leaked[:5]

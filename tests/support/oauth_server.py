@@ -47,7 +47,7 @@ RESOURCE_SECRET = "loopback-resource-secret"
 @dataclass
 class Client(rfc6749.ClientMixin):
     client_id: str
-    secret: str
+    secret: str = field(repr=False)  # the server side logs its clients at DEBUG
     redirect_uris: tuple[str, ...] = ()
 
     def get_client_id(self) -> str:
@@ -77,7 +77,7 @@ class Client(rfc6749.ClientMixin):
 
 @dataclass
 class Code(rfc6749.AuthorizationCodeMixin):
-    code: str
+    code: str = field(repr=False)
     client_id: str
     redirect_uri: str
     scope: str
@@ -97,8 +97,8 @@ class Token(rfc6749.TokenMixin):
     client_id: str
     user: str
     scope: str
-    access_token: str
-    refresh_token: str | None
+    access_token: str = field(repr=False)
+    refresh_token: str | None = field(repr=False)
     issued_at: float
     expires_in: int
     revoked: bool = False
