@@ -36,7 +36,7 @@ from replyguard.service_layer.workspace.leads import import_leads
 from replyguard.service_layer.workspace.mailbox_accounts import watched_sources
 from replyguard.service_layer.workspace.mailbox_oauth import connect_oauth
 from replyguard.service_layer.workspace.mailboxes import GrantRefused, resume_mailbox
-from replyguard.settings import OAuthSettings, google_provider
+from replyguard.settings import OAuthSettings, google_provider, microsoft_provider
 from tests.support.imap_server import DovecotServer, dovecot_or_skip
 from tests.support.oauth_server import CLIENT_ID, CLIENT_SECRET, AuthorizationServer, XOAuth2SmtpServer
 from tests.support.scenario import campaign_toml, csv_of, enroll_all
@@ -93,20 +93,20 @@ def _configure(
     app.oauth = OAuthSettings(providers=(google,), redirect_url=REDIRECT)
 
 
-def _sign_in(app: App) -> Grant:
+def _sign_in(app: App, provider: str = "google") -> Grant:
     """What a person does in the browser: the authorization URL, the provider's consent (the
     local server approves as Dana), the redirect back with the code."""
-    client = app.oauth_client("google")
+    client = app.oauth_client(provider)
     started = client.begin(login_hint=DANA)
     assert "code_challenge_method=S256" in started.url
     back = httpx.get(started.url).headers["location"]
     return client.finish(back, started.state, started.code_verifier, app.wall_clock.now())
 
 
-def _connect(app: App) -> None:
-    grant = _sign_in(app)
+def _connect(app: App, provider: str = "google") -> None:
+    grant = _sign_in(app, provider)
     with app.uow() as uow:
-        connect_oauth(uow, app.secret_box(), app.oauth.provider("google"), DANA, grant, by=ADMIN)
+        connect_oauth(uow, app.secret_box(), app.oauth.provider(provider), DANA, grant, by=ADMIN)
         uow.commit()
 
 
@@ -238,3 +238,41 @@ def test_connect_refresh_revoke_and_reconnect(
     secrets = [s for t in authz.tokens for s in (t.access_token, t.refresh_token) if s] + [CLIENT_SECRET]
     leaked = [line for line in logged if any(s in line for s in secrets)]
     assert len(secrets) >= 4 and len(logged) > 10 and not leaked, leaked[:5]
+
+
+def test_a_rotated_refresh_token_replaces_the_stored_one(
+    app: App, clock: FixedClock, wall: FixedClock, certs: CertPair
+) -> None:
+    """Microsoft gives a new refresh token with each refresh and retires the old one: the new
+    one is stored (encrypted), so the refresh after it works too."""
+    with (
+        AuthorizationServer((REDIRECT,), approve_as=DANA, rotate_refresh_tokens=True) as authz,
+        XOAuth2SmtpServer(authz, tls=certs) as smtp,
+    ):
+        app.secret_keys, app.wall_clock = (new_key(),), wall
+        microsoft = replace(
+            microsoft_provider("contoso.example"),
+            authorize_url=f"{authz.url}/authorize",
+            token_url=f"{authz.url}/token",
+            smtp_url=f"smtp+starttls://{{address}}@127.0.0.1:{smtp.port}?cafile={certs.cert}",
+            imap_url="imap://{address}@127.0.0.1:1/INBOX?starttls=no",
+            client_id=CLIENT_ID,
+            client_secret=CLIENT_SECRET,
+        )
+        app.oauth = OAuthSettings(providers=(microsoft,), redirect_url=REDIRECT)
+        clock.advance(timedelta(hours=4))
+        with app.uow() as uow:
+            create_campaign(uow, campaign_toml("C", "P", mailbox=DANA))
+            uow.commit()
+        _connect(app, "microsoft")
+        for n in range(3):
+            if n:
+                wall.advance(timedelta(minutes=56))  # within the margin: refreshed first
+            _lead(app, f"lead{n}@one.test")
+            assert Worker(app).run_once().sent == 1
+        assert authz.refreshes == 2 and len(smtp.wait_for_messages(3)) == 3
+        stored = json.loads(SecretBox(app.secret_keys).decrypt(_mailbox(app).secret or ""))["oauth"]
+        first, second, newest = authz.tokens
+        assert first.refresh_used and second.refresh_used and not newest.refresh_used
+        assert stored["refresh_token"] == newest.refresh_token != first.refresh_token
+        assert _mailbox(app).status == "active"

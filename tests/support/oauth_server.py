@@ -102,6 +102,7 @@ class Token(rfc6749.TokenMixin):
     issued_at: float
     expires_in: int
     revoked: bool = False
+    refresh_used: bool = False  # rotated away (Microsoft): the refresh token works no more
 
     def check_client(self, client: Any) -> bool:
         return bool(client.get_client_id() == self.client_id)
@@ -208,7 +209,7 @@ class _RefreshGrant(grants.RefreshTokenGrant):
         with owner.lock:
             owner.refreshes += 1
             for token in owner.tokens:
-                if token.refresh_token == refresh_token and not token.revoked:
+                if token.refresh_token == refresh_token and not token.revoked and not token.refresh_used:
                     return token
         return None
 
@@ -217,6 +218,16 @@ class _RefreshGrant(grants.RefreshTokenGrant):
 
     def revoke_old_credential(self, refresh_token: Token) -> None:
         pass  # the refresh token lives on (INCLUDE_NEW_REFRESH_TOKEN is False)
+
+
+class _RotatingRefreshGrant(_RefreshGrant):
+    """As Microsoft: each refresh gives a new refresh token, and the old one works no more."""
+
+    INCLUDE_NEW_REFRESH_TOKEN = True
+
+    def revoke_old_credential(self, refresh_token: Token) -> None:
+        with self.server.owner.lock:
+            refresh_token.refresh_used = True
 
 
 class _Introspection(IntrospectionEndpoint):
@@ -247,11 +258,13 @@ class _Introspection(IntrospectionEndpoint):
 @dataclass
 class AuthorizationServer:
     """`redirect_uris`: where the replyguard client may be sent back to. `expires_in`: the
-    lifetime of each access token, in seconds."""
+    lifetime of each access token, in seconds. `rotate_refresh_tokens`: each refresh gives a
+    new refresh token and retires the old one (Microsoft's way; Google keeps one)."""
 
     redirect_uris: tuple[str, ...]
     expires_in: int = 3600
     approve_as: str = "dana@example.com"
+    rotate_refresh_tokens: bool = False
     clients: dict[str, Client] = field(default_factory=dict)
     codes: dict[str, Code] = field(default_factory=dict)
     tokens: list[Token] = field(default_factory=list)
@@ -265,7 +278,7 @@ class AuthorizationServer:
         self.clients[RESOURCE_ID] = Client(RESOURCE_ID, RESOURCE_SECRET)
         server = _Server(self)
         server.register_grant(_CodeGrant, [CodeChallenge(required=True)])
-        server.register_grant(_RefreshGrant)
+        server.register_grant(_RotatingRefreshGrant if self.rotate_refresh_tokens else _RefreshGrant)
         server.register_endpoint(_Introspection)
         server.register_token_generator(
             "default",
