@@ -18,6 +18,7 @@ from sqlalchemy import select
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.secret_box import new_key
+from replyguard.service_layer.workspace.mailbox_oauth import revoke_grant
 from replyguard.settings import OAuthSettings, google_provider
 from tests.support.oauth_server import CLIENT_ID, CLIENT_SECRET, AuthorizationServer
 from tests.web.conftest import Site
@@ -103,3 +104,42 @@ def test_a_state_works_once_and_only_in_the_session_that_started_it(
             "/mailboxes/oauth/start", data={"csrf_token": csrf, "address": ADDRESS, "provider": "yahoo"}
         )
         assert unknown.status_code == 303 and "no OAuth2 provider" in mine.get("/mailboxes").text
+
+
+def _flow(client: httpx.Client, csrf: str, base: str) -> None:
+    """Start, let the provider approve, come back: the Mailboxes page's whole round trip."""
+    form = {"csrf_token": csrf, "address": ADDRESS, "provider": "google"}
+    started = client.post("/mailboxes/oauth/start", data=form)
+    back = httpx.get(started.headers["location"]).headers["location"]
+    assert client.get(back.removeprefix(base)).status_code == 303
+
+
+def test_a_refused_grant_offers_reconnect_and_reconnecting_resumes(
+    site: Site, authz: AuthorizationServer
+) -> None:
+    app = site.alpha.app
+    with signed_in(site.base, site.alpha.email) as (page, csrf):
+        _flow(page, csrf, site.base)
+        with app.uow() as uow:
+            mailbox = uow.session.scalars(select(m.Mailbox)).one()
+            mailbox_id, secret = mailbox.id, mailbox.secret
+        assert revoke_grant(
+            app.scoped,
+            workspace_id=app.workspace_id,
+            mailbox_id=mailbox_id,
+            secret=secret,
+            why="invalid_grant",
+        )
+        listed = page.get("/mailboxes").text
+        assert "access refused, connect it again" in listed and "Reconnect with Google" in listed
+        assert f"/mailboxes/{mailbox_id}/resume" not in listed  # resuming would not help
+        refused = page.post(f"/mailboxes/{mailbox_id}/resume", data={"csrf_token": csrf})
+        assert refused.status_code == 303 and "resuming would not help" in page.get("/mailboxes").text
+
+        _flow(page, csrf, site.base)  # the Reconnect button posts the same form
+        with app.uow() as uow:
+            status, refused_at = uow.session.execute(
+                select(m.Mailbox.status, m.Mailbox.grant_revoked_at).where(m.Mailbox.id == mailbox_id)
+            ).one()
+        assert status == "active" and refused_at is None
+        assert "Reconnect with Google" not in page.get("/mailboxes").text
