@@ -74,7 +74,7 @@ class OAuthClient:
     timeout: float = 20.0
 
     def _session(self, state: str | None = None) -> Any:
-        from authlib.integrations.requests_client import OAuth2Session
+        from authlib.integrations.requests_client import OAuth2Session  # noqa: PLC0415 (Authlib and requests load only to sign in or refresh: transports import this module for its errors)
 
         return OAuth2Session(
             client_id=self.client_id,
@@ -87,7 +87,7 @@ class OAuthClient:
 
     def begin(self, login_hint: str | None = None) -> Authorization:
         """The authorization URL (code flow, PKCE S256, a fresh state)."""
-        from authlib.common.security import generate_token
+        from authlib.common.security import generate_token  # noqa: PLC0415 (see _session)
 
         verifier = generate_token(64)
         extra = dict(self.authorize_params)
@@ -101,8 +101,8 @@ class OAuthClient:
         """Trade what the person came back with for a grant. `response`: the whole redirect URL
         (its state is checked) or the bare code. Raises AuthorizationFailed, GrantRevoked or
         TokenUnavailable."""
-        from authlib.integrations.base_client.errors import MismatchingStateError, OAuthError
-        from authlib.oauth2.rfc6749.errors import OAuth2Error
+        from authlib.integrations.base_client.errors import MismatchingStateError, OAuthError  # noqa: PLC0415 (see _session)
+        from authlib.oauth2.rfc6749.errors import OAuth2Error  # noqa: PLC0415 (see _session)
 
         response = response.strip()
         if not response:
@@ -133,7 +133,7 @@ class OAuthClient:
 
     def refresh(self, refresh_token: str, now: datetime) -> Grant:
         """A new access token. Raises GrantRevoked or TokenUnavailable."""
-        from authlib.integrations.base_client.errors import OAuthError
+        from authlib.integrations.base_client.errors import OAuthError  # noqa: PLC0415 (see _session)
 
         try:
             with self._session() as session:
