@@ -276,3 +276,45 @@ def test_a_rotated_refresh_token_replaces_the_stored_one(
         assert first.refresh_used and second.refresh_used and not newest.refresh_used
         assert stored["refresh_token"] == newest.refresh_token != first.refresh_token
         assert _mailbox(app).status == "active"
+
+
+def test_a_grant_no_configured_key_opens_pauses_the_mailbox_without_calling_it_revoked(
+    app: App, clock: FixedClock, wall: FixedClock, certs: CertPair
+) -> None:
+    """Our own problem (a key replaced without `secrets rotate`): the send is refused as the
+    mailbox's, the mailbox pauses and its owners are told; the grant is not marked refused,
+    so putting the key back and resuming is enough."""
+    with (
+        AuthorizationServer((REDIRECT,), approve_as=DANA) as authz,
+        XOAuth2SmtpServer(authz, tls=certs) as smtp,
+    ):
+        app.wall_clock = wall
+        google = replace(
+            google_provider(),
+            authorize_url=f"{authz.url}/authorize",
+            token_url=f"{authz.url}/token",
+            smtp_url=f"smtp+starttls://{{address}}@127.0.0.1:{smtp.port}?cafile={certs.cert}",
+            imap_url="imap://{address}@127.0.0.1:1/INBOX?starttls=no",
+            client_id=CLIENT_ID,
+            client_secret=CLIENT_SECRET,
+        )
+        app.oauth = OAuthSettings(providers=(google,), redirect_url=REDIRECT)
+        kept = app.secret_keys = (new_key(),)
+        clock.advance(timedelta(hours=4))
+        with app.uow() as uow:
+            create_campaign(uow, campaign_toml("C", "P", mailbox=DANA))
+            uow.commit()
+        _connect(app)
+        app.secret_keys = (new_key(),)  # replaced without `secrets rotate`
+        _lead(app, "lead1@one.test")
+
+        assert Worker(app).run_once().sent == 0 and smtp.accepted() == []
+        paused = _mailbox(app)
+        assert paused.status == "paused" and paused.grant_revoked_at is None
+        assert "cannot be used" in (paused.paused_reason or "") and authz.refreshes == 0
+
+        app.secret_keys = kept
+        with app.uow() as uow:
+            assert resume_mailbox(uow, DANA)
+            uow.commit()
+        assert Worker(app).run_once().sent == 1 and len(smtp.wait_for_messages(1)) == 1

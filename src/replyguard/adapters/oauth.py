@@ -26,6 +26,11 @@ class GrantRevoked(TokenUnavailable):
     """The provider refused the stored grant: only a person can connect the mailbox again."""
 
 
+class GrantUnusable(TokenUnavailable):
+    """The stored grant cannot be used here (no configured key opens it, the provider has no
+    client configured): the mailbox's own problem, though the provider may still honour it."""
+
+
 class AuthorizationFailed(ValueError):
     """The redirect a person came back with is not a usable authorization (refused, a state
     that does not match, no code)."""

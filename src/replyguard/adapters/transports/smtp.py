@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NoReturn
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from replyguard.adapters.oauth import GrantRevoked, TokenSource, TokenUnavailable, xoauth2
+from replyguard.adapters.oauth import GrantRevoked, GrantUnusable, TokenSource, TokenUnavailable, xoauth2
 from replyguard.adapters.transports.base import BeforeCommitHook, Delivery, Outcome, Probe
 from replyguard.domain.addresses import normalize_address
 from replyguard.domain.outgoing import OutgoingEmail, message_bytes
@@ -507,6 +507,8 @@ def _xoauth2_login(conn: smtplib.SMTP, username: str, token_source: TokenSource)
             raise _Stop(
                 Outcome.TRANSIENT, f"the mailbox's OAuth2 grant was refused: {exc}", Blame.SENDER
             ) from None
+        except GrantUnusable as exc:
+            raise _Stop(Outcome.TRANSIENT, str(exc), Blame.SENDER) from None
         except TokenUnavailable as exc:
             raise _Stop(Outcome.TRANSIENT, f"no OAuth2 access token now: {exc}") from None
         try:

@@ -27,8 +27,15 @@ from urllib.parse import quote
 from sqlalchemy import delete, select, update
 
 from replyguard.adapters.db import models as m
-from replyguard.adapters.oauth import Authorization, AuthorizationFailed, Grant, GrantRevoked, OAuthClient
-from replyguard.adapters.secret_box import NoSecretKey, SecretBox
+from replyguard.adapters.oauth import (
+    Authorization,
+    AuthorizationFailed,
+    Grant,
+    GrantRevoked,
+    GrantUnusable,
+    OAuthClient,
+)
+from replyguard.adapters.secret_box import NoSecretKey, SecretBox, SecretUnreadable
 from replyguard.domain.addresses import normalize_address
 from replyguard.service_layer.scoped import Scoped
 from replyguard.service_layer.uow import UnitOfWork
@@ -206,8 +213,8 @@ def access_token(
 ) -> str:
     """A usable access token for the mailbox, refreshed when less than `margin` is left (or
     whatever is left, with `renew`: a server refused the stored one).
-    Raises GrantRevoked (after pausing the mailbox and telling its owners), TokenUnavailable
-    (try later), NoSecretKey or SecretUnreadable."""
+    Raises GrantRevoked (after pausing the mailbox and telling its owners), GrantUnusable (no
+    key opens it, no client for its provider) or TokenUnavailable (try later)."""
     with scoped.read(workspace_id) as uow:
         mailbox = uow.session.get(m.Mailbox, mailbox_id)
         if mailbox is None or mailbox.workspace_id != workspace_id or mailbox.oauth_provider is None:
@@ -216,11 +223,15 @@ def access_token(
         expires_at, revoked = mailbox.token_expires_at, mailbox.grant_revoked_at
     if revoked is not None:
         raise GrantRevoked(f"the {provider} grant of {address} was refused; it waits to be connected again")
-    tokens = _tokens(box, secret, address)
-    if not renew and expires_at is not None and expires_at - margin > now():
-        return tokens["access_token"]
     try:
-        grant = client_for(provider).refresh(tokens["refresh_token"], now())
+        tokens = _tokens(box, secret, address)
+        if not renew and expires_at is not None and expires_at - margin > now():
+            return tokens["access_token"]
+        client = client_for(provider)
+    except (NoSecretKey, SecretUnreadable, ValueError) as exc:  # ours to fix: nothing to refresh
+        raise GrantUnusable(f"the OAuth2 grant of {address} cannot be used: {exc}") from None
+    try:
+        grant = client.refresh(tokens["refresh_token"], now())
     except GrantRevoked as exc:
         revoke_grant(scoped, workspace_id=workspace_id, mailbox_id=mailbox_id, secret=secret, why=str(exc))
         raise
