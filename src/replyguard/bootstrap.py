@@ -27,12 +27,13 @@ from replyguard.domain.clock import Clock, FixedClock, OffsetClock, SystemClock,
 from replyguard.service_layer.hooks import Hooks, NoHooks
 from replyguard.service_layer.scoped import Scoped
 from replyguard.service_layer.uow import UnitOfWork
-from replyguard.settings import Environment, ModelSettings, NotifySettings, Settings
+from replyguard.settings import Environment, ModelSettings, NotifySettings, OAuthSettings, Settings
 
 if TYPE_CHECKING:  # built on demand: most commands need none of them
     from replyguard.adapters.imap_source import Fetched, ImapPoller, Timing
     from replyguard.adapters.model_client import ModelClient
     from replyguard.adapters.notices.base import NoticeChannel
+    from replyguard.adapters.oauth import OAuthClient, TokenSource
     from replyguard.adapters.secret_box import SecretBox
     from replyguard.service_layer.inbound.mailbox_pollers import MailboxPollers
     from replyguard.service_layer.rescue.notice_delivery import NoticeDelivery
@@ -57,6 +58,8 @@ class App:
     hooks: Hooks = field(default_factory=NoHooks)
     notify: NotifySettings = field(default_factory=NotifySettings)
     model: ModelSettings = field(default_factory=ModelSettings)
+    #: OAuth2 providers of mailboxes (Google, Microsoft): our client at each, the endpoints.
+    oauth: OAuthSettings = field(default_factory=OAuthSettings)
     #: What the process read from its environment (web, logging and IMAP settings among it).
     environment: Environment = field(default_factory=Environment)
     #: The real time, for what is checked against the outside world's clock (a provider's
@@ -69,7 +72,7 @@ class App:
     secret_keys: tuple[str, ...] = field(default=(), repr=False)
     _transport: Transport | None = None
     #: Each connected mailbox's own transport, with the stored row it was built from.
-    _mailbox_transports: dict[int, tuple[tuple[str | None, str | None], Transport]] = field(
+    _mailbox_transports: dict[int, tuple[tuple[str | None, ...], Transport]] = field(
         default_factory=dict, repr=False
     )
 
@@ -107,6 +110,7 @@ class App:
             hooks=self.hooks,
             notify=self.notify,
             model=self.model,
+            oauth=self.oauth,
             environment=self.environment,
             wall_clock=self.wall_clock,
             simulated=self.simulated,
@@ -148,9 +152,9 @@ class App:
         worker pauses the mailbox and tells its owners instead of failing the email."""
         if mailbox_id is None:
             return self.transport
-        query = select(m.Mailbox.address, m.Mailbox.smtp_url, m.Mailbox.secret).where(
-            m.Mailbox.id == mailbox_id, m.Mailbox.workspace_id == self.workspace_id
-        )
+        query = select(
+            m.Mailbox.address, m.Mailbox.smtp_url, m.Mailbox.secret, m.Mailbox.oauth_provider
+        ).where(m.Mailbox.id == mailbox_id, m.Mailbox.workspace_id == self.workspace_id)
         if conn is not None:
             row = conn.execute(query).one_or_none()
         else:
@@ -158,11 +162,14 @@ class App:
                 row = session.execute(query).one_or_none()
         if row is None or row.smtp_url is None:
             return self.transport
-        stamp = (row.smtp_url, row.secret)
+        stamp = (row.smtp_url, row.secret, row.oauth_provider)
         cached = self._mailbox_transports.get(mailbox_id)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        transport = self._mailbox_transport(row.address, row.smtp_url, row.secret)
+        if row.oauth_provider is not None:
+            transport = self._oauth_transport(mailbox_id, row.address, row.smtp_url)
+        else:
+            transport = self._mailbox_transport(row.address, row.smtp_url, row.secret)
         self._mailbox_transports[mailbox_id] = (stamp, transport)
         if cached is not None:
             cached[1].close()
@@ -178,6 +185,63 @@ class App:
             return SmtpTransport(smtp_settings_of(address, smtp_url, secret, self.secret_box()))
         except (NoSecretKey, SecretUnreadable, ValueError) as exc:
             return RefusingTransport(f"the mailbox's own SMTP account cannot be used: {exc}")
+
+    def _oauth_transport(self, mailbox_id: int, address: str, smtp_url: str) -> Transport:
+        from dataclasses import replace
+
+        from replyguard.adapters.transports.refusing import RefusingTransport
+        from replyguard.adapters.transports.smtp import SmtpSettings, SmtpTransport
+
+        try:
+            parsed = SmtpSettings.from_url(smtp_url)
+        except ValueError as exc:
+            return RefusingTransport(f"the mailbox's own SMTP account cannot be used: {exc}")
+        username = parsed.username or address
+        return SmtpTransport(replace(parsed, username=username, oauth_token=self.oauth_token(mailbox_id)))
+
+    def oauth_client(self, provider: str) -> OAuthClient:
+        """Our OAuth2 client at `provider` (google, microsoft). Raises ValueError for a provider
+        we have no client id for (REPLYGUARD_GOOGLE_CLIENT_ID, REPLYGUARD_MICROSOFT_CLIENT_ID)."""
+        from replyguard.adapters.oauth import OAuthClient
+
+        found = self.oauth.provider(provider)
+        if found.client_id is None:
+            prefix = f"REPLYGUARD_{found.name.upper()}_"
+            raise ValueError(
+                f"{found.label} sign-in is not configured: set {prefix}CLIENT_ID and {prefix}CLIENT_SECRET"
+                f" (an OAuth client registered with {found.label}; see docs/architecture.md)"
+            )
+        return OAuthClient(
+            client_id=found.client_id,
+            client_secret=found.client_secret,
+            authorize_url=found.authorize_url,
+            token_url=found.token_url,
+            scope=found.scope,
+            redirect_uri=self.oauth.redirect_for(self.settings.public_url),
+            authorize_params=found.authorize_params,
+        )
+
+    def oauth_token(self, mailbox_id: int) -> TokenSource:
+        """What an OAuth2 mailbox's SMTP and IMAP logins call for an access token: the stored
+        one, refreshed when less than the margin is left (against the real clock: the
+        provider's). A refused grant pauses the mailbox and tells its owners."""
+        from replyguard.service_layer.workspace.mailbox_oauth import access_token
+
+        workspace_id = self.workspace_id
+
+        def token(*, renew: bool = False) -> str:
+            return access_token(
+                self.scoped,
+                self.secret_box(),
+                self.oauth_client,
+                workspace_id=workspace_id,
+                mailbox_id=mailbox_id,
+                now=self.wall_clock.now,
+                margin=self.oauth.refresh_margin,
+                renew=renew,
+            )
+
+        return token
 
     def notice_channels(self) -> list[NoticeChannel]:
         """The configured notice channels: an email to the owner through the transport (unless
@@ -221,10 +285,12 @@ class App:
         use_idle: bool = True,
         owner: str | None = None,
         history: bool = False,
+        token: TokenSource | None = None,
     ) -> ImapPoller:
         """A poller for one IMAP folder, wired to this app's cursor table, lease and health.
 
-        `handle`: by default `ingest_fetched(app)`. `history`: on the folder's first start,
+        `handle`: by default `ingest_fetched(app)`. `token`: an OAuth2 mailbox's access
+        tokens (its URL holds no password). `history`: on the folder's first start,
         import the mail already there as history (otherwise reading starts from now). Raises
         ImapUrlError for a URL that does not parse.
         """
@@ -232,7 +298,7 @@ class App:
         from replyguard.service_layer.inbound.pollers import DbCursorStore, SourceLease, ingest_fetched
         from replyguard.service_layer.inbound.source_health import RecordedHealth
 
-        source = parse_imap_url(url, folder)
+        source = parse_imap_url(url, folder, token)
         return ImapPoller(
             source,
             DbCursorStore(self, source.key),
@@ -255,14 +321,17 @@ class App:
         """One poller for every connected mailbox: each watched folder of each mailbox with an
         IMAP account, read by its own `imap_poller`, the list read again while it runs."""
         from replyguard.service_layer.inbound.mailbox_pollers import MailboxPollers
-        from replyguard.service_layer.workspace.mailbox_accounts import watched_sources
+        from replyguard.service_layer.workspace.mailbox_accounts import OAuthFolder, watched_sources
 
-        def sources() -> dict[str, str]:
+        def sources() -> dict[str, str | OAuthFolder]:
             with self.uow() as uow:
                 return watched_sources(uow, self.secret_box())
 
-        def make(url: str) -> ImapPoller:
-            return self.imap_poller(url, handle, timing=timing, history=history)
+        def make(found: str | OAuthFolder) -> ImapPoller:
+            if isinstance(found, OAuthFolder):
+                token = self.oauth_token(found.mailbox_id)
+                return self.imap_poller(found.url, handle, timing=timing, history=history, token=token)
+            return self.imap_poller(found, handle, timing=timing, history=history)
 
         return MailboxPollers(sources, make)
 
@@ -331,6 +400,7 @@ def bootstrap(
         hooks=hooks or NoHooks(),
         notify=env.notify,
         model=env.model,
+        oauth=env.oauth,
         environment=env,
         simulated=None if not instant else "--now" if now else "REPLYGUARD_NOW",
         secret_keys=env.secret_keys,

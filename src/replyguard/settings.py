@@ -208,6 +208,117 @@ class ModelSettings:
         )
 
 
+#: The real, documented endpoints (overridable: REPLYGUARD_<PROVIDER>_AUTHORIZE_URL and
+#: _TOKEN_URL, for a test server or a sovereign cloud). IMAP and SMTP with OAuth2 is the path
+#: for both; the Gmail API and Microsoft Graph are needed only where an admin turned IMAP/SMTP
+#: off (docs/architecture.md).
+GOOGLE_AUTHORIZE_URL = "https://accounts.google.com/o/oauth2/v2/auth"
+GOOGLE_TOKEN_URL = "https://oauth2.googleapis.com/token"  # noqa: S105 - a URL, not a secret
+GOOGLE_SCOPE = "https://mail.google.com/"
+MICROSOFT_AUTHORIZE_URL = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/authorize"
+MICROSOFT_TOKEN_URL = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"  # noqa: S105
+MICROSOFT_SCOPE = (
+    "https://outlook.office.com/IMAP.AccessAsUser.All https://outlook.office.com/SMTP.Send offline_access"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthProvider:
+    """One OAuth2 provider of mailboxes: its endpoints, scope, servers and our client there."""
+
+    name: str  # "google" | "microsoft"
+    label: str
+    authorize_url: str
+    token_url: str
+    scope: str
+    #: The mailbox's servers, `{address}` filled in (a connected mailbox may override them).
+    smtp_url: str
+    imap_url: str
+    authorize_params: tuple[tuple[str, str], ...] = ()
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+
+    @property
+    def configured(self) -> bool:
+        return self.client_id is not None
+
+
+def _provider_from_env(base: OAuthProvider) -> OAuthProvider:
+    prefix = f"REPLYGUARD_{base.name.upper()}_"
+    return OAuthProvider(
+        name=base.name,
+        label=base.label,
+        authorize_url=_url(prefix + "AUTHORIZE_URL") or base.authorize_url,
+        token_url=_url(prefix + "TOKEN_URL") or base.token_url,
+        scope=base.scope,
+        smtp_url=os.environ.get(prefix + "SMTP_URL", "").strip() or base.smtp_url,
+        imap_url=os.environ.get(prefix + "IMAP_URL", "").strip() or base.imap_url,
+        authorize_params=base.authorize_params,
+        client_id=os.environ.get(prefix + "CLIENT_ID", "").strip() or None,
+        client_secret=_secret(prefix + "CLIENT_SECRET"),
+    )
+
+
+def google_provider() -> OAuthProvider:
+    return OAuthProvider(
+        name="google",
+        label="Google",
+        authorize_url=GOOGLE_AUTHORIZE_URL,
+        token_url=GOOGLE_TOKEN_URL,
+        scope=GOOGLE_SCOPE,
+        smtp_url="smtp+starttls://{address}@smtp.gmail.com:587",
+        imap_url="imaps://{address}@imap.gmail.com:993/INBOX",
+        # A refresh token every time, not only at the first consent.
+        authorize_params=(("access_type", "offline"), ("prompt", "consent")),
+    )
+
+
+def microsoft_provider(tenant: str = "common") -> OAuthProvider:
+    return OAuthProvider(
+        name="microsoft",
+        label="Microsoft",
+        authorize_url=MICROSOFT_AUTHORIZE_URL.format(tenant=tenant),
+        token_url=MICROSOFT_TOKEN_URL.format(tenant=tenant),
+        scope=MICROSOFT_SCOPE,
+        smtp_url="smtp+starttls://{address}@smtp.office365.com:587",
+        imap_url="imaps://{address}@outlook.office365.com:993/INBOX",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthSettings:
+    """OAuth2 for Google and Microsoft mailboxes: our client at each (REPLYGUARD_GOOGLE_CLIENT_ID
+    and _CLIENT_SECRET, REPLYGUARD_MICROSOFT_CLIENT_ID, _CLIENT_SECRET and _TENANT), where the
+    provider sends a person back (REPLYGUARD_OAUTH_REDIRECT_URL, by default the public URL's
+    /mailboxes/oauth/callback) and how long before expiry an access token is renewed."""
+
+    providers: tuple[OAuthProvider, ...] = (google_provider(), microsoft_provider())
+    redirect_url: str | None = None
+    refresh_margin: timedelta = timedelta(minutes=5)
+
+    def provider(self, name: str) -> OAuthProvider:
+        for provider in self.providers:
+            if provider.name == name:
+                return provider
+        raise ValueError(f"no OAuth2 provider {name!r}: use google or microsoft")
+
+    def redirect_for(self, public_url: str) -> str:
+        return self.redirect_url or f"{public_url}/mailboxes/oauth/callback"
+
+    @classmethod
+    def from_env(cls) -> OAuthSettings:
+        tenant = os.environ.get("REPLYGUARD_MICROSOFT_TENANT", "").strip() or "common"
+        if not all(c.isalnum() or c in "-." for c in tenant):
+            raise ValueError(
+                "REPLYGUARD_MICROSOFT_TENANT must be common, organizations, a domain or a tenant id"
+            )
+        return cls(
+            providers=(_provider_from_env(google_provider()), _provider_from_env(microsoft_provider(tenant))),
+            redirect_url=_url("REPLYGUARD_OAUTH_REDIRECT_URL"),
+            refresh_margin=_seconds("REPLYGUARD_OAUTH_REFRESH_MARGIN_SECONDS", 300),
+        )
+
+
 def _cookie_secure() -> str:
     secure = os.environ.get("REPLYGUARD_COOKIE_SECURE", "auto").strip().lower() or "auto"
     if secure not in ("auto", "always", "never"):
@@ -283,6 +394,7 @@ class Environment:
     settings: Settings = field(default_factory=Settings)
     notify: NotifySettings = field(default_factory=NotifySettings)
     model: ModelSettings = field(default_factory=ModelSettings)
+    oauth: OAuthSettings = field(default_factory=OAuthSettings)
     #: The session cookie's Secure flag: auto (https requests), always or never.
     cookie_secure: str = "auto"
     metrics_token: str | None = field(default=None, repr=False)
@@ -305,6 +417,7 @@ class Environment:
             settings=Settings.from_env(),
             notify=NotifySettings.from_env(),
             model=ModelSettings.from_env(),
+            oauth=OAuthSettings.from_env(),
             cookie_secure=_cookie_secure(),
             metrics_token=os.environ.get("REPLYGUARD_METRICS_TOKEN") or None,
             log_format=os.environ.get("REPLYGUARD_LOG_FORMAT") or None,

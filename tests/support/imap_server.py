@@ -10,6 +10,11 @@ Everything lives in a fresh directory under /tmp, not pytest's tmp_path: UNIX so
 must stay under 108 bytes, and when the tests run as root Dovecot's unprivileged helpers
 (dovenull, dovecot, the mail user nobody) must be able to reach the files.
 
+`oauth2_introspection=URL` adds Dovecot's oauth2 passdb after the passwd-file one: XOAUTH2
+and OAUTHBEARER logins are checked by POSTing the token to that RFC 7662 introspection
+endpoint (the local authorization server of tests/support/oauth_server.py), and the token's
+`username` must be the user logging in.
+
 `dovecot_or_skip()` finds the binary; without it the tests skip with the reason, unless
 REPLYGUARD_REQUIRE_IMAP=1 (set by .ci/run), which makes it a failure.
 """
@@ -58,9 +63,12 @@ def _free_port() -> int:
 class DovecotServer:
     """`users`: {login: password} (default: the one USER); each has a mail store of its own."""
 
-    def __init__(self, binary: str, users: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, binary: str, users: Mapping[str, str] | None = None, *, oauth2_introspection: str | None = None
+    ) -> None:
         self.binary = binary
         self.users = dict(users or {USER: PASSWORD})
+        self.oauth2_introspection = oauth2_introspection
         self.root = Path(tempfile.mkdtemp(prefix="rg-imap-"))
         self.port = _free_port()
         self.process: subprocess.Popen[bytes] | None = None
@@ -89,6 +97,23 @@ class DovecotServer:
             login_user = internal_user = pwd.getpwuid(mail_uid).pw_name
         mail_gid = pwd.getpwuid(mail_uid).pw_gid
         (root / "passwd").write_text("".join(f"{u}:{{PLAIN}}{p}::::::\n" for u, p in self.users.items()))
+        mechanisms, oauth2_passdb = "plain login", ""
+        if self.oauth2_introspection is not None:
+            # Dovecot 2.3: the mechanism hands the token to each passdb as the password; the
+            # passwd-file one fails it and the oauth2 one introspects it.
+            mechanisms = "plain login xoauth2 oauthbearer"
+            (root / "oauth2.conf.ext").write_text(
+                f"introspection_mode = post\n"
+                f"introspection_url = {self.oauth2_introspection}\n"
+                "force_introspection = yes\n"
+                "username_attribute = username\n"
+                "active_attribute = active\n"
+                "active_value = true\n"
+            )
+            oauth2_passdb = (
+                f"passdb {{\n  driver = oauth2\n  mechanisms = xoauth2 oauthbearer\n"
+                f"  args = {root}/oauth2.conf.ext\n}}\n"
+            )
         (root / "dovecot.conf").write_text(
             f"""
 base_dir = {root}/run
@@ -98,7 +123,7 @@ protocols = imap
 listen = 127.0.0.1
 ssl = no
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = {mechanisms}
 default_login_user = {login_user}
 default_internal_user = {internal_user}
 first_valid_uid = {min(mail_uid, 500)}
@@ -107,7 +132,7 @@ passdb {{
   driver = passwd-file
   args = scheme=PLAIN username_format=%u {root}/passwd
 }}
-userdb {{
+{oauth2_passdb}userdb {{
   driver = static
   args = uid={mail_uid} gid={mail_gid} home={root}/home/%u
 }}

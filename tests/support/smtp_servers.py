@@ -127,7 +127,7 @@ class _Session(SMTP):
     """aiosmtpd's SMTP protocol with the faults a real server can show."""
 
     def __init__(self, owner: SmtpTestServer, **kwargs: Any) -> None:
-        super().__init__(_Handler(owner), **kwargs)
+        super().__init__(owner.make_handler(), **kwargs)
         self.owner = owner
         self.behaviour = Behaviour.ACCEPT
         self.data_at = 0.0
@@ -298,6 +298,10 @@ class SmtpTestServer:
         self._lock = threading.Lock()
         self._sessions: set[_Session] = set()
         self._controller: _Controller | None = None
+
+    def make_handler(self) -> _Handler:
+        """The handler of each session (a subclass may add `auth_MECHANISM` methods)."""
+        return _Handler(self)
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> Self:

@@ -16,6 +16,7 @@ from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError, LoginError
 
 from replyguard.adapters.imap_source import ImapSource
+from replyguard.adapters.oauth import TokenUnavailable
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +49,10 @@ def check_imap(
     try:
         if source.tls == "starttls":
             client.starttls(ssl_context)
-        client.login(source.user, source.password)
+        source.login(client)
+    except TokenUnavailable as exc:
+        client.shutdown()
+        return [Check("reading (IMAP)", False, f"no OAuth2 access token for {source.user}: {exc}")]
     except LoginError as exc:
         client.shutdown()
         said = _scrub(str(exc), source.password)

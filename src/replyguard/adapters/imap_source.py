@@ -59,6 +59,9 @@ from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from imapclient import IMAPClient
+from imapclient.exceptions import LoginError
+
+from replyguard.adapters.oauth import TokenSource
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +155,20 @@ class ImapSource:
     password: str = field(repr=False)
     folder: str
     tls: Tls
+    #: An OAuth2 mailbox's access token, asked for at each login (XOAUTH2 instead of the
+    #: password); raises `adapters.oauth.TokenUnavailable` or its GrantRevoked.
+    token: TokenSource | None = field(default=None, repr=False, compare=False)
+
+    def login(self, client: IMAPClient) -> None:
+        """Log `client` in as this source: XOAUTH2 with a fresh token (refused, once more with
+        a renewed one: a revoked grant shows at the provider), or the password."""
+        if self.token is None:
+            client.login(self.user, self.password)
+            return
+        try:
+            client.oauth2_login(self.user, self.token())
+        except LoginError:
+            client.oauth2_login(self.user, self.token(renew=True))
 
     @property
     def key(self) -> str:
@@ -160,15 +177,16 @@ class ImapSource:
         return f"{scheme}://{quote(self.user, safe='')}@{self.host}:{self.port}/{self.folder}"
 
 
-def parse_imap_url(url: str, folder: str | None = None) -> ImapSource:
+def parse_imap_url(url: str, folder: str | None = None, token: TokenSource | None = None) -> ImapSource:
     """`imaps://user:pass@host[:993][/FOLDER]` or `imap://user:pass@host[:143][/FOLDER][?starttls=no]`.
 
     `imap://` upgrades with STARTTLS unless `starttls=no`, which only a loopback host may use.
+    `token`: an OAuth2 mailbox logs in with it, and its URL holds no password.
     """
     parts = urlsplit(url)
     if parts.scheme not in ("imap", "imaps") or not parts.hostname:
         raise ImapUrlError("use imaps://user:password@host[:port]/FOLDER (or imap:// with STARTTLS)")
-    if parts.username is None or parts.password is None:
+    if parts.username is None or (parts.password is None and token is None):
         raise ImapUrlError(f"the IMAP URL for {parts.hostname} needs user:password@")
     try:
         port = parts.port
@@ -184,9 +202,10 @@ def parse_imap_url(url: str, folder: str | None = None) -> ImapSource:
         host=parts.hostname,
         port=port or (993 if tls == "ssl" else 143),
         user=unquote(parts.username),
-        password=unquote(parts.password),
+        password=unquote(parts.password or ""),
         folder=folder or unquote(parts.path.lstrip("/")) or "INBOX",
         tls=tls,
+        token=token,
     )
 
 
@@ -344,7 +363,7 @@ class ImapPoller:
         try:
             if s.tls == "starttls":
                 client.starttls(self._ssl_context)
-            client.login(s.user, s.password)
+            s.login(client)
         except BaseException:
             client.shutdown()
             raise

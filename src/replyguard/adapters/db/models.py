@@ -115,6 +115,13 @@ class Mailbox(Base):
     sent_folder: Mapped[str | None] = mapped_column(String(200))
     secret: Mapped[str | None] = mapped_column(Text)
     connected_at: Mapped[datetime | None]
+    # Connected by OAuth2 ("google", "microsoft"; `secret` then holds the grant's tokens): when
+    # its access token expires, and when the provider refused the grant (the mailbox is then
+    # paused until a person connects it again). Who connected it hears of a revoked grant.
+    oauth_provider: Mapped[str | None] = mapped_column(String(20))
+    token_expires_at: Mapped[datetime | None]
+    grant_revoked_at: Mapped[datetime | None]
+    connected_by: Mapped[str | None] = mapped_column(String(320))
 
 
 class Campaign(Base):
@@ -618,6 +625,23 @@ class User(Base):
     role: Mapped[str] = mapped_column(String(20), default="member", server_default="member")
     # Set by an admin's reset: the person chooses their own before anything else.
     must_change_password: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+
+class OAuthRequest(Base):
+    """A "Connect with Google/Microsoft" on its way: the person was sent to the provider and is
+    expected back at the callback with this state, in this web session, within minutes. The
+    PKCE verifier is encrypted like every secret at rest; the state is stored only as SHA-256."""
+
+    __tablename__ = "oauth_requests"
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    session_id: Mapped[int] = mapped_column(Id, index=True)
+    state_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    address: Mapped[str] = mapped_column(String(320))
+    provider: Mapped[str] = mapped_column(String(20))
+    verifier: Mapped[str] = mapped_column(Text)
+    by: Mapped[str] = mapped_column(String(320))
+    created_at: Mapped[datetime]
 
 
 class WebSession(Base):

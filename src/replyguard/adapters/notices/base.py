@@ -75,6 +75,8 @@ def headline(payload: dict[str, Any]) -> str:
     """One line: product, lead, what happened."""
     if "inbound_id" in payload and "thread" not in payload:
         return f"Inbound message {payload['inbound_id']} kept for a person ({payload.get('kind')})"
+    if payload.get("kind") == "mailbox_paused":
+        return f"Mailbox {payload.get('mailbox')} paused: nothing is sent from it"
     lead = payload.get("lead") or {}
     who = lead.get("name") or lead.get("email") or "a lead"
     what = payload.get("intent_label") or str(payload.get("kind") or "").replace("_", " ")
@@ -85,6 +87,15 @@ def summary_text(payload: dict[str, Any]) -> str:
     """The plain-text notice every channel carries: enough to act without opening anything."""
     if "inbound_id" in payload and "thread" not in payload:
         return _inbound_text(payload)
+    if payload.get("kind") == "mailbox_paused":
+        return "\n".join(
+            [
+                headline(payload),
+                f"Campaigns: {', '.join(payload.get('campaigns') or []) or '-'}",
+                f"Why: {payload.get('reason') or '-'}",
+                f"Next step: {payload.get('recommendation')}",
+            ]
+        )
     thread = payload.get("thread") or {}
     lines = [
         headline(payload),

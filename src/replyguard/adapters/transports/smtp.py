@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NoReturn
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
+from replyguard.adapters.oauth import GrantRevoked, GrantUnusable, TokenSource, TokenUnavailable, xoauth2
 from replyguard.adapters.transports.base import BeforeCommitHook, Delivery, Outcome, Probe
 from replyguard.domain.addresses import normalize_address
 from replyguard.domain.outgoing import OutgoingEmail, message_bytes
@@ -92,6 +93,9 @@ class SmtpSettings:
     verify: bool = True
     cafile: str | None = None
     ehlo_name: str | None = None  # None: smtplib uses the host's FQDN
+    #: An OAuth2 mailbox's access token, asked for at each login (AUTH XOAUTH2 instead of a
+    #: password); raises `adapters.oauth.TokenUnavailable` or its GrantRevoked.
+    oauth_token: TokenSource | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_url(cls, url: str) -> SmtpSettings:
@@ -354,7 +358,10 @@ class SmtpTransport:
                     Blame.SENDER,
                 )
             _arm(conn, deadline, "AUTH")
-            _login(conn, s.username, s.password or "")
+            if s.oauth_token is not None:
+                _xoauth2_login(conn, s.username, s.oauth_token)
+            else:
+                _login(conn, s.username, s.password or "")
         except smtplib.SMTPResponseException as exc:  # HELO, STARTTLS and AUTH errors
             _refuse("session setup", exc.smtp_code, exc.smtp_error)
         except (OSError, smtplib.SMTPException) as exc:
@@ -486,6 +493,36 @@ def _login(conn: smtplib.SMTP, username: str, password: str) -> None:
     code, reply = conn.docmd("AUTH", f"PLAIN {token}")
     if code != 235:
         raise smtplib.SMTPAuthenticationError(code, reply)
+
+
+def _xoauth2_login(conn: smtplib.SMTP, username: str, token_source: TokenSource) -> None:
+    """AUTH XOAUTH2 with a fresh access token; refused, once more with a renewed one (the
+    provider is asked: a revoked grant shows there). A grant the provider refused is the
+    sender's own problem (the mailbox pauses); a token endpoint that does not answer is worth
+    a retry."""
+    for renew in (False, True):
+        try:
+            initial = xoauth2(username, token_source(renew=renew))
+        except GrantRevoked as exc:
+            raise _Stop(
+                Outcome.TRANSIENT, f"the mailbox's OAuth2 grant was refused: {exc}", Blame.SENDER
+            ) from None
+        except GrantUnusable as exc:
+            raise _Stop(Outcome.TRANSIENT, str(exc), Blame.SENDER) from None
+        except TokenUnavailable as exc:
+            raise _Stop(Outcome.TRANSIENT, f"no OAuth2 access token now: {exc}") from None
+        try:
+            # A refusal comes as a 334 challenge (Google's JSON error) that the client answers
+            # with an empty line; the 535 that follows raises SMTPAuthenticationError.
+            conn.auth(
+                "XOAUTH2",
+                lambda challenge=None, first=initial: first if challenge is None else "",
+                initial_response_ok=True,
+            )
+            return
+        except smtplib.SMTPAuthenticationError:
+            if renew:
+                raise
 
 
 def _data_command(conn: smtplib.SMTP) -> tuple[int, bytes]:

@@ -1,7 +1,9 @@
 """`replyguard mailbox add|test|list|set|resume|remove`: connected mailboxes and their settings.
 
 `add` connects a mailbox to its own SMTP submission server and IMAP account (its password
-read from a file or standard input, stored encrypted: REPLYGUARD_SECRET_KEY); `test` logs in
+read from a file or standard input, stored encrypted: REPLYGUARD_SECRET_KEY), or to a Google
+or Microsoft account by OAuth2 (`--oauth`: open the printed address, sign in, paste back the
+address the browser lands on; the grant is stored encrypted); `test` logs in
 to both and says what works, sending nothing; `remove` forgets the account. A mailbox's sender
 name, daily cap and cap day are shared by every campaign that sends from it; `set` is the one
 place to change them. A mailbox a server refused (a wrong password, a refused sender, relaying
@@ -60,7 +62,7 @@ def mailbox_list(ctx: typer.Context, as_json: ListJson = False) -> None:
             mb["from_name"],
             str(mb["daily_cap"]),
             mb["timezone"],
-            mb["smtp"] or "default transport",
+            (mb["smtp"] or "default transport") + (f" ({mb['oauth']} OAuth2)" if mb.get("oauth") else ""),
             f"{mb['imap']} ({', '.join(mb['folders'])})" if mb["imap"] else "-",
             status,
             ", ".join(mb["campaigns"]),
@@ -119,7 +121,7 @@ def mailbox_resume(ctx: typer.Context, address: Address, as_json: AsJson = False
         with instance.uow() as uow:
             resumed = resume_mailbox(uow, address)
             uow.commit()
-    except LookupError as exc:
+    except (LookupError, ValueError) as exc:  # GrantRefused: connect it again instead
         fail(str(exc))
     if as_json:
         emit_json({"mailbox": address, "resumed": resumed, "status": "active"})
@@ -184,9 +186,32 @@ def mailbox_add(
     timezone: Annotated[
         str | None, typer.Option("--timezone", help="The zone whose days the cap counts.")
     ] = None,
+    oauth: Annotated[
+        str | None,
+        typer.Option(
+            "--oauth",
+            metavar="PROVIDER",
+            help="Sign in with google or microsoft instead of a password (OAuth2; IMAP and SMTP"
+            " then use the provider's servers unless --smtp/--imap say otherwise).",
+        ),
+    ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by", help="Who is told if the grant is ever refused (default: the mailbox's own address)."
+        ),
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Connect a mailbox to its own SMTP server and IMAP account (new or existing mailbox)."""
+    if oauth is not None:
+        if password_file is not None:
+            from replyguard.entrypoints.cli.app import fail
+            from replyguard.entrypoints.cli.errors import EXIT_USAGE
+
+            fail("give --password-file or --oauth, not both", code=EXIT_USAGE)
+        _add_oauth(ctx, address, oauth, smtp, imap, by, (from_name, daily_cap, timezone), as_json)
+        return
     from replyguard.adapters.secret_box import NoSecretKey
     from replyguard.domain.campaign_spec import CampaignSpecError
     from replyguard.domain.schedule import ScheduleError
@@ -219,6 +244,79 @@ def mailbox_add(
     out.print(f"  check it with: replyguard mailbox test {shown['address']}", highlight=False)
 
 
+def _add_oauth(
+    ctx: typer.Context,
+    address: str,
+    provider: str,
+    smtp: str | None,
+    imap: str | None,
+    by: str | None,
+    settings: tuple[str | None, int | None, str | None],
+    as_json: bool,
+) -> None:
+    """`mailbox add EMAIL --oauth google|microsoft`: the authorization-code flow with PKCE,
+    pasted. The URL goes to standard error (so --json stays one document), the answer is read
+    from standard input."""
+    import sys
+
+    from replyguard.adapters.oauth import AuthorizationFailed, TokenUnavailable
+    from replyguard.adapters.secret_box import NoSecretKey
+    from replyguard.domain.addresses import normalize_address
+    from replyguard.domain.campaign_spec import CampaignSpecError
+    from replyguard.domain.schedule import ScheduleError
+    from replyguard.entrypoints.cli.app import emit_json, err, fail, open_app, out
+    from replyguard.entrypoints.cli.errors import EXIT_USAGE
+    from replyguard.service_layer.workspace.mailbox_accounts import AccountError
+    from replyguard.service_layer.workspace.mailbox_oauth import connect_oauth
+    from replyguard.service_layer.workspace.mailboxes import MailboxSettings
+
+    instance = open_app(ctx)
+    try:
+        # Told if the grant is ever refused: by default the person who signs in, the mailbox's.
+        connected_by = normalize_address(by or address)
+        client = instance.oauth_client(provider.strip().lower())
+        found = instance.oauth.provider(provider.strip().lower())
+        box = instance.secret_box()
+        if box is None:
+            raise NoSecretKey("store the mailbox's OAuth2 grant")
+    except NoSecretKey as exc:
+        fail(str(exc), code=EXIT_USAGE)
+    except ValueError as exc:
+        fail(str(exc), code=EXIT_USAGE)
+    started = client.begin(login_hint=address)
+    err.print(f"Open this address in a browser, sign in to {found.label} as {address} and allow access:")
+    err.print(started.url, soft_wrap=True)
+    err.print("Then paste the address the browser was sent back to (or just its code) and press Enter:")
+    answer = sys.stdin.readline()
+    try:
+        grant = client.finish(answer, started.state, started.code_verifier, instance.wall_clock.now())
+        with instance.uow() as uow:
+            shown = connect_oauth(
+                uow,
+                box,
+                found,
+                address,
+                grant,
+                by=connected_by,
+                smtp_url=smtp,
+                imap_url=imap,
+                settings=MailboxSettings(*settings),
+            )
+            uow.commit()
+    except (AuthorizationFailed, AccountError, CampaignSpecError, ScheduleError) as exc:
+        fail(str(exc), code=EXIT_USAGE)
+    except TokenUnavailable as exc:
+        fail(f"{found.label} did not give a token: {exc}")
+    if as_json:
+        emit_json(shown)
+        return
+    out.print(f"{shown['address']}: connected with {found.label} (OAuth2)", highlight=False)
+    out.print(f"  sends via {shown['smtp']}", highlight=False)
+    out.print(f"  reads {shown['imap']} ({', '.join(shown['folders'])})", highlight=False)
+    out.print("  grant stored encrypted; access tokens are renewed before they expire")
+    out.print(f"  check it with: replyguard mailbox test {shown['address']}", highlight=False)
+
+
 @mailbox_app.command("test")
 def mailbox_test(
     ctx: typer.Context,
@@ -234,7 +332,9 @@ def mailbox_test(
     instance = open_app(ctx)
     try:
         with instance.uow() as uow:
-            account = stored_account(uow, instance.secret_box(), address=address)
+            account = stored_account(
+                uow, instance.secret_box(), address=address, token_for=instance.oauth_token
+            )
     except (LookupError, ValueError, NoSecretKey, SecretUnreadable) as exc:
         fail(str(exc))
     if account is None:

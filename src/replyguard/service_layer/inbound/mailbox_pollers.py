@@ -16,9 +16,9 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from replyguard.adapters.imap_source import LeaseBusy
 
@@ -31,13 +31,15 @@ class Poller(Protocol):
     def run_once(self) -> int: ...
 
 
-#: {source key (no password): IMAP URL (with it)}, as `mailbox_accounts.watched_sources` reads it.
-Sources = Callable[[], dict[str, str]]
+#: {source key (no password): what its poller is made from: an IMAP URL (with the password) or
+#: an OAuth2 mailbox's folder}, as `mailbox_accounts.watched_sources` reads it. A value that
+#: changes restarts the folder's poller.
+Sources = Callable[[], Mapping[str, Hashable]]
 
 
 @dataclass
 class _Running:
-    url: str
+    url: Hashable
     stop: threading.Event
     thread: threading.Thread
 
@@ -45,7 +47,7 @@ class _Running:
 @dataclass
 class MailboxPollers:
     sources: Sources
-    make: Callable[[str], Poller]
+    make: Callable[[Any], Poller]
     refresh: float = 30.0
     _running: dict[str, _Running] = field(default_factory=dict)
 
@@ -94,7 +96,7 @@ class MailboxPollers:
         for key in list(self._running):
             self._stop(key, timeout)
 
-    def _start(self, key: str, url: str) -> None:
+    def _start(self, key: str, url: Hashable) -> None:
         stop = threading.Event()
         poller = self.make(url)
         thread = threading.Thread(target=poller.run, args=(stop,), name=f"imap {key}", daemon=True)

@@ -35,6 +35,10 @@ class MailboxRow:
     sent_folder: str | None = None
     #: Whether a password is stored (encrypted); the password itself is never read here.
     password_stored: bool = False
+    #: Connected by OAuth2 ("google", "microsoft"), and whether the provider refused the grant
+    #: (the mailbox then waits to be connected again). Tokens are never read here.
+    oauth: str | None = None
+    grant_refused: bool = False
 
 
 def list_mailboxes(uow: UnitOfWork) -> list[MailboxRow]:
@@ -64,7 +68,9 @@ def list_mailboxes(uow: UnitOfWork) -> list[MailboxRow]:
             mb.imap_url,
             tuple(mb.imap_folders or ()),
             mb.sent_folder,
-            mb.secret is not None,
+            mb.secret is not None and mb.oauth_provider is None,
+            mb.oauth_provider,
+            mb.grant_revoked_at is not None,
         )
         for mb in rows
     ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -24,6 +25,7 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.adapters.imap_check import Check, check_imap
 from replyguard.adapters.imap_source import ImapUrlError, parse_imap_url
+from replyguard.adapters.oauth import TokenSource
 from replyguard.adapters.secret_box import NoSecretKey, SecretBox, SecretUnreadable
 from replyguard.adapters.transports.base import Outcome
 from replyguard.adapters.transports.smtp import SCHEMES, SmtpSettings, SmtpTransport, redact_url
@@ -71,12 +73,17 @@ class StoredAccount:
     sent_folder: str | None
     smtp_password: str | None = field(default=None, repr=False)
     imap_password: str | None = field(default=None, repr=False)
+    #: An OAuth2 mailbox's provider, and what gives it an access token at each login.
+    oauth_provider: str | None = None
+    token: TokenSource | None = field(default=None, repr=False, compare=False)
 
     def smtp_settings(self) -> SmtpSettings | None:
         """The SMTP settings to send with, logged in as the mailbox itself."""
         if self.smtp_url is None:
             return None
         parsed = SmtpSettings.from_url(self.smtp_url)
+        if self.token is not None:
+            return replace(parsed, username=parsed.username or self.address, oauth_token=self.token)
         if self.smtp_password is None:
             return parsed
         return replace(parsed, username=parsed.username or self.address, password=self.smtp_password)
@@ -212,6 +219,8 @@ def connect_mailbox(
     mailbox.imap_folders = list(folders) if imap_url else None
     mailbox.sent_folder = sent
     mailbox.secret = secret
+    # A password replaces an OAuth2 grant (and its refusal): the mailbox logs in with it now.
+    mailbox.oauth_provider = mailbox.token_expires_at = mailbox.grant_revoked_at = None
     mailbox.connected_at = uow.clock.now()
     uow.session.flush()
     uow.add_event("mailbox_connected", mailbox=address, smtp=smtp_url, imap=imap_url, folders=list(folders))
@@ -228,7 +237,8 @@ def disconnect_mailbox(uow: UnitOfWork, address: str) -> str:
     if campaigns_of(uow, mailbox.id):
         mailbox.smtp_url = mailbox.imap_url = mailbox.secret = mailbox.sent_folder = None
         mailbox.imap_folders = None
-        mailbox.connected_at = None
+        mailbox.oauth_provider = mailbox.token_expires_at = mailbox.grant_revoked_at = None
+        mailbox.connected_at = mailbox.connected_by = None
         uow.add_event("mailbox_disconnected", mailbox=mailbox.address)
         return "disconnected"
     uow.session.delete(mailbox)
@@ -256,12 +266,21 @@ def smtp_settings_of(address: str, smtp_url: str, secret: str | None, box: Secre
     return replace(parsed, username=parsed.username or address, password=password)
 
 
+#: What gives an OAuth2 mailbox (by id) an access token at each login (`App.oauth_token`).
+TokenFor = Callable[[int], TokenSource]
+
+
 def stored_account(
-    uow: UnitOfWork, box: SecretBox | None, *, mailbox_id: int | None = None, address: str | None = None
+    uow: UnitOfWork,
+    box: SecretBox | None,
+    *,
+    mailbox_id: int | None = None,
+    address: str | None = None,
+    token_for: TokenFor | None = None,
 ) -> StoredAccount | None:
-    """A mailbox's account with its passwords, or None for a mailbox with no account.
-    Raises MailboxNotFound, NoSecretKey (a password is stored and no key is configured) or
-    SecretUnreadable (no configured key opens it)."""
+    """A mailbox's account with its passwords (or, connected by OAuth2, what gives it a token),
+    or None for a mailbox with no account. Raises MailboxNotFound, NoSecretKey (a password is
+    stored and no key is configured) or SecretUnreadable (no configured key opens it)."""
     query = select(m.Mailbox).where(m.Mailbox.workspace_id == uow.workspace_id)
     if mailbox_id is not None:
         query = query.where(m.Mailbox.id == mailbox_id)
@@ -282,6 +301,8 @@ def stored_account(
         mailbox.sent_folder,
         passwords.get("smtp"),
         passwords.get("imap"),
+        mailbox.oauth_provider,
+        token_for(mailbox.id) if token_for is not None and mailbox.oauth_provider else None,
     )
 
 
@@ -295,17 +316,33 @@ def sends_by_own_smtp(uow: UnitOfWork) -> bool:
     return found is not None
 
 
-def watched_sources(uow: UnitOfWork, box: SecretBox | None) -> dict[str, str]:
+@dataclass(frozen=True, slots=True)
+class OAuthFolder:
+    """A watched folder of a mailbox connected by OAuth2: its URL (no password in it) and the
+    mailbox whose grant gives the poller a token at each login."""
+
+    url: str
+    mailbox_id: int
+
+
+def watched_sources(uow: UnitOfWork, box: SecretBox | None) -> dict[str, str | OAuthFolder]:
     """Every watched folder of every connected mailbox: {source key: IMAP URL with the
-    password}. A mailbox whose password cannot be read is left out, with a warning that names
-    it (and never the password)."""
-    found: dict[str, str] = {}
+    password, or an OAuthFolder}. A mailbox whose password cannot be read is left out, with a
+    warning that names it (and never the password); so is one whose OAuth2 grant was refused
+    (it waits to be connected again)."""
+    found: dict[str, str | OAuthFolder] = {}
     mailboxes = uow.session.scalars(
         select(m.Mailbox)
         .where(m.Mailbox.workspace_id == uow.workspace_id, m.Mailbox.imap_url.is_not(None))
         .order_by(m.Mailbox.id)
     ).all()
     for mailbox in mailboxes:
+        if mailbox.oauth_provider is not None:
+            if mailbox.grant_revoked_at is None and mailbox.imap_url is not None:
+                for folder in mailbox.imap_folders or ("INBOX",):
+                    url = _with_folder(mailbox.imap_url, folder)
+                    found[parse_imap_url(_with_password(url, "x")).key] = OAuthFolder(url, mailbox.id)
+            continue
         try:
             password = passwords_of(mailbox.secret, box, mailbox.address).get("imap")
         except (NoSecretKey, SecretUnreadable) as exc:
@@ -333,7 +370,9 @@ def describe(uow: UnitOfWork, mailbox: m.Mailbox) -> dict[str, Any]:
         "imap": mailbox.imap_url,
         "folders": list(mailbox.imap_folders or ()),
         "sent_folder": mailbox.sent_folder,
-        "password_stored": mailbox.secret is not None,
+        "password_stored": mailbox.secret is not None and mailbox.oauth_provider is None,
+        "oauth": mailbox.oauth_provider,
+        "grant_refused": mailbox.grant_revoked_at is not None,
         "campaigns": campaigns_of(uow, mailbox.id),
     }
 
@@ -379,6 +418,9 @@ def check_account(account: StoredAccount, *, timeout: float = 30.0) -> list[Chec
         found.append(Check("sending (SMTP)", worked, _smtp_words(checked.detail)))
     if account.imap_url is None:
         found.append(Check("reading (IMAP)", True, "no IMAP account: replies come from the other sources"))
+    elif account.token is not None:
+        source = parse_imap_url(account.imap_url, token=account.token)
+        found.extend(check_imap(source, account.folders or ("INBOX",), account.sent_folder, timeout=timeout))
     elif account.imap_password is None:
         found.append(Check("reading (IMAP)", False, "no IMAP password is stored"))
     else:

@@ -8,6 +8,7 @@ other). `set_mailbox` is where a shared mailbox's settings change.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -29,6 +30,10 @@ _EV = cast(Table, m.Event.__table__)
 
 class MailboxNotFound(LookupError):
     pass
+
+
+class GrantRefused(ValueError):
+    """A mailbox whose OAuth2 grant the provider refused: only connecting it again helps."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,23 +112,42 @@ def resume_mailbox(uow: UnitOfWork, address: str) -> bool:
     mailbox = find_mailbox(uow, address)
     if mailbox.status == "active":
         return False
+    if mailbox.grant_revoked_at is not None:
+        raise GrantRefused(
+            f"{mailbox.address}: the provider refused its OAuth2 grant, so resuming would not help:"
+            f" connect it again (`replyguard mailbox add {mailbox.address} --oauth {mailbox.oauth_provider}`"
+            " or the Mailboxes page); it resumes by itself then"
+        )
     mailbox.status, mailbox.paused_reason, mailbox.paused_at = "active", None, None
     uow.add_event("mailbox_resumed", mailbox=mailbox.address)
     return True
 
 
 def pause_mailbox(
-    conn: Connection, *, workspace_id: int, mailbox_id: int, lead_id: int, reason: str, now: datetime
+    conn: Connection,
+    *,
+    workspace_id: int,
+    mailbox_id: int,
+    lead_id: int | None,
+    reason: str,
+    now: datetime,
+    recommendation: str | None = None,
+    also_tell: Sequence[str] = (),
+    again: bool = False,
 ) -> bool:
-    """A server refused the mailbox itself (credentials, sender, relaying, reputation): stop
-    claiming from it and tell the owners of its campaigns. Returns False if already paused."""
+    """A server refused the mailbox itself (credentials, sender, relaying, reputation, a
+    revoked OAuth2 grant): stop claiming from it and tell the owners of its campaigns (and
+    `also_tell`). Returns False if it was paused already; `again`: tell them all the same, with
+    the new reason (a grant refused while paused for something else)."""
     paused = conn.execute(
         update(_MB)
         .where(_MB.c.id == mailbox_id, _MB.c.status == "active")
         .values(status="paused", paused_reason=reason[:2000], paused_at=now)
     ).rowcount
-    if not paused:
+    if not paused and not again:
         return False
+    if not paused:
+        conn.execute(update(_MB).where(_MB.c.id == mailbox_id).values(paused_reason=reason[:2000]))
     address = conn.execute(select(_MB.c.address).where(_MB.c.id == mailbox_id)).scalar_one()
     owners = conn.execute(select(_C.c.owner, _C.c.name).where(_C.c.mailbox_id == mailbox_id)).all()
     payload = {
@@ -131,11 +155,10 @@ def pause_mailbox(
         "mailbox": address,
         "reason": reason,
         "campaigns": [name for _, name in owners],
-        "recommendation": (
-            f"Fix the mailbox (password, sender, relay), then: replyguard mailbox resume {address}"
-        ),
+        "recommendation": recommendation
+        or f"Fix the mailbox (password, sender, relay), then: replyguard mailbox resume {address}",
     }
-    for owner in sorted({owner for owner, _ in owners}):
+    for owner in sorted({owner for owner, _ in owners} | set(also_tell)):
         conn.execute(
             _N.insert().values(
                 workspace_id=workspace_id,
@@ -157,7 +180,7 @@ def pause_mailbox(
             data={"mailbox": address, "reason": reason},
         )
     )
-    return True
+    return bool(paused)
 
 
 def list_mailboxes(uow: UnitOfWork) -> list[dict[str, Any]]:
@@ -181,7 +204,9 @@ def list_mailboxes(uow: UnitOfWork) -> list[dict[str, Any]]:
             "imap": mb.imap_url,
             "folders": list(mb.imap_folders or ()),
             "sent_folder": mb.sent_folder,
-            "password_stored": mb.secret is not None,
+            "password_stored": mb.secret is not None and mb.oauth_provider is None,
+            "oauth": mb.oauth_provider,
+            "grant_refused": mb.grant_revoked_at is not None,
             "campaigns": campaigns_of(uow, mb.id),
             "campaign_count": count,
         }

@@ -27,7 +27,12 @@ from replyguard.service_layer.workspace.mailbox_accounts import (
     disconnect_mailbox,
     stored_account,
 )
-from replyguard.service_layer.workspace.mailboxes import MailboxNotFound, MailboxSettings, resume_mailbox
+from replyguard.service_layer.workspace.mailboxes import (
+    GrantRefused,
+    MailboxNotFound,
+    MailboxSettings,
+    resume_mailbox,
+)
 
 #: Seconds `POST /mailboxes/{id}/test` waits for each server (a request should not hang).
 TEST_TIMEOUT = 10.0
@@ -37,7 +42,12 @@ def checks_of(ctx: WebContext, workspace_id: int, mailbox_id: int) -> list[Check
     """`mailbox test` for the web: the checks, or an HTTPException saying why none ran."""
     try:
         with ctx.scoped.read(workspace_id) as uow:
-            account = stored_account(uow, ctx.app.secret_box(), mailbox_id=mailbox_id)
+            account = stored_account(
+                uow,
+                ctx.app.secret_box(),
+                mailbox_id=mailbox_id,
+                token_for=ctx.app.for_workspace(workspace_id).oauth_token,
+            )
     except MailboxNotFound:
         raise NotFound(f"no mailbox {mailbox_id}") from None
     except (NoSecretKey, SecretUnreadable) as exc:
@@ -118,9 +128,12 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     @routes.post("/mailboxes/{mailbox_id}/resume", response_model=s.Resumed, tags=["mailboxes"])
     def resume(caller: MailboxAdmin, mailbox_id: ObjectId) -> s.Resumed:
         """The cause is fixed: the mailbox sends again."""
-        with ctx.scoped.write(caller.workspace_id) as uow:
-            resumed = resume_mailbox(uow, mq.mailbox_address(uow, mailbox_id))
-            uow.commit()
+        try:
+            with ctx.scoped.write(caller.workspace_id) as uow:
+                resumed = resume_mailbox(uow, mq.mailbox_address(uow, mailbox_id))
+                uow.commit()
+        except GrantRefused as exc:
+            raise HTTPException(409, str(exc)) from None
         return s.Resumed(mailbox_id=mailbox_id, resumed=resumed)
 
     return routes

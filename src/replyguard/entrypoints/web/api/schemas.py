@@ -463,6 +463,12 @@ class Mailbox(Model):
     imap: str | None = Field(description="its own IMAP account, without a password")
     folders: list[str] = Field(description="the IMAP folders watched for replies")
     password_stored: bool = Field(description="a password is stored, encrypted (it is never shown)")
+    oauth: str | None = Field(
+        default=None, description="connected by OAuth2: google or microsoft (its tokens are never shown)"
+    )
+    grant_refused: bool = Field(
+        default=False, description="the provider refused the OAuth2 grant: connect the mailbox again"
+    )
 
 
 class MailboxConnect(BaseModel):

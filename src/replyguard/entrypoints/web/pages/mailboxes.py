@@ -1,12 +1,15 @@
 """Mailboxes: each sending identity, its own servers, and its pause. An admin connects a
 mailbox to its SMTP server and IMAP account here (the password is stored encrypted and never
-shown again), tests its logins (nothing is sent), and forgets an account. A server that
+shown again) or to a Google or Microsoft account ("Connect with ...": the OAuth2 code flow with
+PKCE, its state bound to this web session), tests its logins (nothing is sent), and forgets an
+account. A server that
 refuses the mailbox itself (credentials, sender, relaying) pauses it; a person fixes the cause
 and resumes it here."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
 
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Form, HTTPException
 from starlette.requests import Request
@@ -17,10 +20,11 @@ from replyguard.entrypoints.web.api import mailboxes as api
 from replyguard.entrypoints.web.api.schemas import MailboxConnect
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
+from replyguard.entrypoints.web.render import CSP
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
 from replyguard.service_layer.queries import mailboxes as mq
 from replyguard.service_layer.workspace.mailbox_accounts import disconnect_mailbox
-from replyguard.service_layer.workspace.mailboxes import resume_mailbox
+from replyguard.service_layer.workspace.mailboxes import GrantRefused, resume_mailbox
 
 Field = Annotated[str, Form(max_length=500)]
 
@@ -31,11 +35,23 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     Admin = Annotated[Viewer, Depends(guards.page(Capability.MAILBOXES))]
 
     def render(request: Request, who: Viewer, *, status: int = 200, **extra: Any) -> Response:
+        providers = [p for p in ctx.app.oauth.providers if p.configured]
+        # "Connect with ..." posts to us and is sent on to the provider: the page's form-action
+        # names exactly the configured providers' sign-in origins, and nothing else.
+        origins = sorted({"{0.scheme}://{0.netloc}".format(urlsplit(p.authorize_url)) for p in providers})
+        page_csp = CSP.replace("form-action 'self'", " ".join(["form-action 'self'", *origins]))
         with ctx.scoped.read(who.workspace_id) as uow:
             rows = mq.list_mailboxes(uow)
         context = {"error": "", "tested": None, "form": {}, **extra}
-        context.update(viewer=who, active="mailboxes", mailboxes=rows, can_connect=ctx.app.secret_keys != ())
-        return ctx.renderer.page(request, "mailboxes.html", context, status=status)
+        context.update(
+            viewer=who,
+            active="mailboxes",
+            mailboxes=rows,
+            can_connect=ctx.app.secret_keys != (),
+            oauth_providers=[(p.name, p.label) for p in providers],
+            oauth_labels={p.name: p.label for p in ctx.app.oauth.providers},
+        )
+        return ctx.renderer.page(request, "mailboxes.html", context, status=status, csp=page_csp)
 
     @routes.get("/mailboxes")
     def mailboxes_page(request: Request, who: Who) -> Response:
@@ -102,10 +118,14 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
 
     @routes.post("/mailboxes/{mailbox_id}/resume")
     def resume(who: Admin, mailbox_id: ObjectId) -> Response:
-        with ctx.scoped.write(who.workspace_id) as uow:
-            address = mq.mailbox_address(uow, mailbox_id)
-            resume_mailbox(uow, address)
-            uow.commit()
+        try:
+            with ctx.scoped.write(who.workspace_id) as uow:
+                address = mq.mailbox_address(uow, mailbox_id)
+                resume_mailbox(uow, address)
+                uow.commit()
+        except GrantRefused as exc:
+            flash(ctx, who, str(exc), "error")
+            return RedirectResponse("/mailboxes", status_code=303)
         flash(ctx, who, f"{address} resumed: its campaigns send again.")
         return RedirectResponse("/mailboxes", status_code=303)
 
