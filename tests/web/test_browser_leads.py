@@ -1,7 +1,8 @@
 """The Leads page in Chromium, with JavaScript off: one row per person with their products,
 and the bulk actions from the row checkboxes — enroll in a campaign, assign to a user, and
 stop, which waits for its box to be ticked (the browser keeps the form until then). And over
-HTTP, on both databases: a person of another workspace refuses the whole request."""
+HTTP (the form and `POST /api/v1/leads/bulk`), on both databases: a person of another
+workspace refuses the whole request."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from tests.conftest import START, build_app
 from tests.support.scenario import csv_of, lead_state, step_counts
 from tests.web.conftest import Site
 from tests.web.rescue import ADA, ALAN, ATLAS, BEACON, BEACON_CAMPAIGN, GRACE, LEADS, live_workspace
-from tests.web.support import PASSWORD, serving, signed_in, tenant
+from tests.web.support import PASSWORD, api_client, serving, signed_in, tenant
 
 ME, BEN = "ann@alpha.test", "ben@alpha.test"
 
@@ -138,7 +139,13 @@ def test_a_person_of_another_workspace_is_refused(site: Site) -> None:
             assert response.status_code == 303
             page = client.get(response.headers["location"]).text
             assert f"no person {theirs} in this workspace; nothing was changed" in page
-    assert lead_state(alpha, "mine@alpha.test", "P") == "active"
-    assert lead_state(bravo, "theirs@bravo.test", "P") == "active"
-    with bravo.uow() as uow:
-        assert uow.session.get_one(m.Contact, theirs).owner is None
+    with api_client(site.base, site.alpha.token) as api:
+        refused = api.post("/api/v1/leads/bulk", json={"action": "stop", "people": [mine, theirs]})
+        assert refused.status_code == 404, refused.text
+        assert lead_state(alpha, "mine@alpha.test", "P") == "active"
+        assert lead_state(bravo, "theirs@bravo.test", "P") == "active"
+        with bravo.uow() as uow:
+            assert uow.session.get_one(m.Contact, theirs).owner is None
+        done = api.post("/api/v1/leads/bulk", json={"action": "stop", "people": [mine]})  # the control
+        assert done.status_code == 200 and done.json() == {"changed": 1, "already": 0, "skipped": []}
+    assert lead_state(alpha, "mine@alpha.test", "P") == "stopped"

@@ -4,7 +4,7 @@ models (`from_attributes`), so that an internal rename is a visible change here.
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -165,6 +165,22 @@ class Skipped(BaseModel):
 class Enrolled(BaseModel):
     enrolled: int
     already: int
+    skipped: list[Skipped]
+
+
+class LeadsBulk(BaseModel):
+    """The Leads page's bulk form: people (contact ids, `LeadRow.contact_id`) and what to do."""
+
+    action: Literal["enroll", "stop", "assign"]
+    people: list[BodyId] = Field(min_length=1, max_length=500, description="contact ids")
+    campaign: str | None = Field(default=None, max_length=200, description="enroll: the campaign")
+    product: str | None = Field(default=None, max_length=200, description="stop: only this product")
+    owner: str | None = Field(default=None, max_length=320, description="assign: a user's address")
+
+
+class LeadsBulkDone(BaseModel):
+    changed: int = Field(description="enrolled leads, stopped leads or assigned people")
+    already: int = Field(default=0, description="enroll: leads already in the campaign")
     skipped: list[Skipped]
 
 
