@@ -40,8 +40,17 @@ from replyguard.service_layer.rescue.decisions import Request, decide
 from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.campaigns import find_campaign
+from replyguard.settings import NotifySettings
 
-__all__ = ["AuditReport", "AuditSetupError", "audit_history", "audit_run", "config_audit", "run_audit"]
+__all__ = [
+    "AuditReport",
+    "AuditSetupError",
+    "audit_history",
+    "audit_run",
+    "channel_names",
+    "config_audit",
+    "run_audit",
+]
 
 
 @dataclass
@@ -145,6 +154,12 @@ def config_audit(app: Runtime, setup_: Setup, *, campaign: str | None = None) ->
     report = AuditReport(run_id, "config", campaign, None, status, app.clock.now(), None, rows)
     _finish(app, report, None)
     return report
+
+
+def channel_names(notify: NotifySettings) -> list[str]:
+    """The notice channels configured (the Notice row's evidence), for the CLI and the web page."""
+    found = ["email"] if notify.email else []
+    return found + ["webhook"] * bool(notify.webhook_url) + ["slack"] * bool(notify.slack_url)
 
 
 #: A run still `running` after this long was interrupted (killed, a lost machine).

@@ -27,7 +27,6 @@ from replyguard.service_layer.audit.run import _clean_up, _interrupted, run_audi
 from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.campaigns import find_campaign
-from replyguard.settings import NotifySettings
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +37,6 @@ class AuditBusy(RuntimeError):
     def __init__(self, run_id: int) -> None:
         super().__init__(f"audit run {run_id} is already running")
         self.run_id = run_id
-
-
-def channel_names(notify: NotifySettings) -> list[str]:
-    """The notice channels configured (the Notice row's evidence), as the CLI names them."""
-    found = ["email"] if notify.email else []
-    return found + ["webhook"] * bool(notify.webhook_url) + ["slack"] * bool(notify.slack_url)
 
 
 def running_web_run(uow: UnitOfWork) -> int | None:

@@ -22,13 +22,8 @@ from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
 from replyguard.service_layer.audit.canary import AuditSetupError
-from replyguard.service_layer.audit.web_runs import (
-    AuditBusy,
-    carry_out,
-    channel_names,
-    running_web_run,
-    start_web_run,
-)
+from replyguard.service_layer.audit.run import channel_names
+from replyguard.service_layer.audit.web_runs import AuditBusy, carry_out, running_web_run, start_web_run
 from replyguard.service_layer.queries import audit as aq
 from replyguard.service_layer.queries.people import bulk_choices
 
