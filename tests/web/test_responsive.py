@@ -23,6 +23,9 @@ from playwright.sync_api import Browser, Page, expect
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.entrypoints.http import create_app
+from replyguard.service_layer.audit.config import Setup
+from replyguard.service_layer.audit.run import config_audit
+from replyguard.settings import NotifySettings
 from tests.conftest import START, build_app
 from tests.web.browser import screenshot
 from tests.web.rescue import ADA, GRACE, live_workspace
@@ -41,30 +44,39 @@ def site(sqlite_template: Path, tmp_path: Path) -> Iterator[tuple[str, App]]:
     live.reply(ADA, "Yes, this is interesting. Could we talk on Thursday at 10?", name="Ada Lovelace")
     live.clock.advance(timedelta(minutes=20))
     live.reply(GRACE, "How much does it cost for a team of 12?", name="Grace Hopper")
-    tenant(app, app.workspace, "ann@alpha.test")
+    tenant(app, app.workspace, "ann@alpha.test")  # the owner: the admin pages are walked too
+    config_audit(app, Setup(app.settings, NotifySettings(), None, "maildir:outbox"))  # a run to show
     with serving(create_app(app)) as base:
         yield base, app
     app.close()
 
 
 def pages(page: Page, base: str) -> list[tuple[str, str]]:
-    """(name, path) of every page of the navigation, and a thread, a campaign and a lead."""
+    """(name, path) of every page of the navigation, a thread, a campaign, a lead, an audit run
+    and the page that starts an audit."""
     page.goto(f"{base}/inbox")
     found = [
         ((a.text_content() or "").strip(), a.get_attribute("href") or "")
         for a in page.locator("nav[aria-label=Main] a").all()
     ]
     links = [(re.sub(r"\W+", "-", name.lower()).strip("-"), href) for name, href in found]
-    for kind, listing in (("thread", "/inbox"), ("campaign", "/campaigns"), ("lead", "/leads")):
-        pattern = rf"/{kind}s/\d+"
+    links.append(("audit-new", "/audit/new"))  # linked from the audit page, for admins
+    for kind, listing in (
+        ("thread", "/inbox"),
+        ("campaign", "/campaigns"),
+        ("lead", "/leads"),
+        ("audit", "/audit"),
+    ):
+        prefix = f"/{kind}" if kind == "audit" else f"/{kind}s"
+        pattern = rf"{prefix}/\d+"
         page.goto(f"{base}{listing}")
-        href = page.locator(f"main a[href^='/{kind}s/']").evaluate_all(
+        href = page.locator(f"main a[href^='{prefix}/']").evaluate_all(
             "(links, pattern) => links.map((a) => a.getAttribute('href'))"
             ".filter((h) => new RegExp(`^${pattern}$`).test(h))",
             pattern,
         )
         assert href, f"no {kind} linked from {listing}"
-        links.append((kind, href[0]))
+        links.append(("audit-run" if kind == "audit" else kind, href[0]))
     return links
 
 

@@ -4,6 +4,7 @@ timeline's sentences, and the supervisor of `replyguard up`."""
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 
 import pytest
 
@@ -12,6 +13,7 @@ from replyguard.domain.campaign_spec import CampaignSpecError, parse_campaign
 from replyguard.domain.timeline import describe
 from replyguard.entrypoints.supervisor import Component, Supervisor
 from replyguard.entrypoints.web.sanitize import sanitize_email_html
+from replyguard.entrypoints.web.thread_actions import BadDecision, decision_request
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -148,6 +150,12 @@ def test_the_campaign_forms_errors_are_the_files_errors() -> None:
             "person",
             "replied → active: asked to resume",
         ),
+        (
+            "lead_assigned",
+            {"by": "ann@alpha.test", "before": None, "after": "ben@alpha.test"},
+            "ann@alpha.test",
+            "gave the person to ben@alpha.test",
+        ),
         ("something_new", {}, "replyguard", "something new"),
         ("steps_cancelled", {"count": "many"}, "replyguard", "0 queued steps cancelled"),
     ],
@@ -192,3 +200,24 @@ def test_an_essential_component_that_ends_stops_everything() -> None:
     supervisor.start()
     assert supervisor.stop.wait(30)
     assert supervisor.join(30) == [] and supervisor.failed == ["web"]
+
+
+@pytest.mark.parametrize(
+    ("typed", "zone", "meant"),
+    [
+        ("2026-12-09T09:00", "America/New_York", datetime(2026, 12, 9, 14, 0, tzinfo=UTC)),
+        ("2026-12-09T09:00", "Europe/Berlin", datetime(2026, 12, 9, 8, 0, tzinfo=UTC)),
+        ("2026-12-09T09:00", "", datetime(2026, 12, 9, 9, 0, tzinfo=UTC)),  # no zone named: UTC
+        ("2026-12-09T09:00+01:00", "America/New_York", datetime(2026, 12, 9, 8, 0, tzinfo=UTC)),
+    ],
+)
+def test_a_snooze_time_is_read_in_the_zone_the_form_names(typed: str, zone: str, meant: datetime) -> None:
+    now = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)
+    request = decision_request("snooze", "ann@alpha.test", now, until_at=typed, zone=zone)
+    assert request.until_at == meant
+
+
+def test_an_unknown_zone_is_one_clear_error() -> None:
+    now = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)
+    with pytest.raises(BadDecision, match="unknown time zone 'Mars/Olympus'"):
+        decision_request("snooze", "ann@alpha.test", now, until_at="2026-12-09T09:00", zone="Mars/Olympus")

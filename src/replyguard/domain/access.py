@@ -4,7 +4,7 @@ route and use case declares. Pure: no database, no web.
 Three levels of rights, in order: `read` (see everything of the workspace), `write` (the daily
 work: decide on threads and answer them, import and enroll leads, approve steps, retry an
 inbound message, keep one's own API tokens) and `admin` (create campaigns, resume mailboxes,
-manage users and everybody's tokens). A person's role gives a level (`readonly` → read,
+manage users and everybody's tokens, start an audit). A person's role gives a level (`readonly` → read,
 `member` → write, `admin` and `owner` → admin); an owner also manages owners and admins. A
 token's scope is a level, never more than the level of the person it acts for.
 
@@ -75,6 +75,7 @@ class Capability(StrEnum):
     CAMPAIGNS = "campaigns"  # create a campaign
     MAILBOXES = "mailboxes"  # resume a paused mailbox
     USERS = "users"  # add, disable, enable, remove users; roles; passwords; sessions; unlock
+    AUDIT = "audit"  # start an audit run from the web (it sends real email to the canary)
 
     @property
     def level(self) -> Level:
@@ -92,6 +93,7 @@ LEVELS: dict[Capability, Level] = {
     Capability.CAMPAIGNS: Level.ADMIN,
     Capability.MAILBOXES: Level.ADMIN,
     Capability.USERS: Level.ADMIN,
+    Capability.AUDIT: Level.ADMIN,
 }
 
 

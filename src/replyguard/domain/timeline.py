@@ -80,6 +80,10 @@ _RULES: dict[str, Callable[[Mapping[str, Any]], tuple[str, str]]] = {
         f"moved the lead {_s(d, 'before')} → {_s(d, 'after')}"
         + (f": {_s(d, 'why')}" if d.get("why") else ""),
     ),
+    "lead_assigned": lambda d: (
+        _s(d, "by", "a person"),
+        f"gave the person to {_s(d, 'after')}" + (f" (was {_s(d, 'before')})" if d.get("before") else ""),
+    ),
     "unknown_resolved": lambda d: (
         _s(d, "by", "a person"),
         "checked an unknown send: " + ("it went out" if d.get("went_out") else "it did not go out"),

@@ -27,6 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
 )
+from sqlalchemy import text as sql_text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING = {
@@ -729,7 +730,18 @@ class AuditRun(Base):
     and, later, the web page) reads it through `service_layer/audit/run.py: audit_history`."""
 
     __tablename__ = "audit_runs"
-    __table_args__ = (Index("ix_audit_runs_workspace_started", "workspace_id", "started_at"),)
+    __table_args__ = (
+        Index("ix_audit_runs_workspace_started", "workspace_id", "started_at"),
+        # One run started from the browser at a time per workspace: a second click (another
+        # tab, a colleague) finds this index taken and is shown the run already going.
+        Index(
+            "uq_audit_runs_one_web_run",
+            "workspace_id",
+            unique=True,
+            sqlite_where=sql_text("started_by IS NOT NULL AND status = 'running'"),
+            postgresql_where=sql_text("started_by IS NOT NULL AND status = 'running'"),
+        ),
+    )
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
     kind: Mapped[str] = mapped_column(String(20))  # campaign | config
@@ -742,3 +754,9 @@ class AuditRun(Base):
     error: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
+    #: The person who started it from the web page (None: the command line or cron).
+    started_by: Mapped[str | None] = mapped_column(String(320))
+    #: What a running audit is doing now, and since when (the page's progress; a web run whose
+    #: stage has not moved for STALLED_AFTER is taken as interrupted).
+    stage: Mapped[str | None] = mapped_column(String(200))
+    stage_at: Mapped[datetime | None]

@@ -81,9 +81,9 @@ def _campaign(ctx: typer.Context, campaign: str, canary: str | None) -> AuditRep
 
 
 def _channels(instance: App) -> list[str]:
-    notify = instance.notify
-    found = ["email"] if notify.email else []
-    return found + ["webhook"] * bool(notify.webhook_url) + ["slack"] * bool(notify.slack_url)
+    from replyguard.service_layer.audit.run import channel_names
+
+    return channel_names(instance.notify)
 
 
 def _config(ctx: typer.Context, campaign: str | None) -> AuditReport:

@@ -5,8 +5,9 @@ label, what it does in a sentence, and the one argument it needs. The thread's o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 
+from replyguard.domain.schedule import ScheduleError, load_zone
 from replyguard.service_layer.rescue.decision_base import Request
 
 
@@ -162,17 +163,19 @@ def decision_request(
     step_id: int | str | None = None,
     seen: int | None = None,
     confirmed: bool = False,
+    zone: str | None = None,
 ) -> Request:
     """A `decisions.Request` from what a form or an API body carried, checked at the edge.
 
     Dates are days where the person is (the service makes them midnight in their zone);
-    `until_at` without a zone is UTC. Raises BadDecision.
+    `until_at` without an offset is a time in `zone` (an IANA name, as the form's label says
+    it), UTC when none is given. Raises BadDecision.
     """
     name = action.strip().replace("-", "_")
     if name not in ALL_ACTIONS:
         raise BadDecision(f"unknown action {action[:40]!r}")
     day = _day(until) if until not in (None, "") else None
-    when = _instant(until_at) if until_at not in (None, "") else None
+    when = _instant(until_at, _zone(zone)) if until_at not in (None, "") else None
     if name in DATED and day is None and when is None:
         # A pause with no date used to mean "a week" without saying so: the person names it.
         raise BadDecision(f"{name.replace('_', ' ')} needs a date")
@@ -208,7 +211,16 @@ def _day(value: date | str | None) -> date:
         raise BadDecision(f"not a date like 2026-12-24: {str(value)[:40]!r}") from None
 
 
-def _instant(value: datetime | str | None) -> datetime:
+def _zone(name: str | None) -> tzinfo:
+    if not name or not name.strip():
+        return UTC
+    try:
+        return load_zone(name.strip())
+    except ScheduleError:
+        raise BadDecision(f"unknown time zone {name.strip()[:60]!r}") from None
+
+
+def _instant(value: datetime | str | None, zone: tzinfo = UTC) -> datetime:
     if isinstance(value, datetime):
         found = value
     else:
@@ -217,4 +229,4 @@ def _instant(value: datetime | str | None) -> datetime:
             found = datetime.fromisoformat(text)
         except ValueError:
             raise BadDecision(f"not a time like 2026-12-24T09:00: {str(value)[:40]!r}") from None
-    return found if found.tzinfo else found.replace(tzinfo=UTC)
+    return found if found.tzinfo else found.replace(tzinfo=zone)

@@ -16,7 +16,7 @@ from alembic import op
 from replyguard.adapters.db.models import UTCDateTime
 
 revision = "0025_oauth_grants"
-down_revision = "0022_thread_versions"
+down_revision = "0024_audit_runs"
 branch_labels = None
 depends_on = None
 

@@ -137,8 +137,10 @@ class Driver:
     """Runs the canaries of `drive` through the worker, ingest and recovery, in the order the
     article's race needs, recording what each call did."""
 
-    def __init__(self, app: Runtime, drive: Drive) -> None:
-        self.app, self.drive = app, drive
+    def __init__(
+        self, app: Runtime, drive: Drive, progress: Callable[[str], None] = lambda _stage: None
+    ) -> None:
+        self.app, self.drive, self.progress = app, drive, progress
         self.transport = CountingTransport(app.transport)
         self.hooks = ObservedHooks(app.hooks)
         self.worker = Worker(Rewired(app, hooks=self.hooks), self.transport)
@@ -146,15 +148,23 @@ class Driver:
         drive.calls = self.transport.calls
 
     def run(self) -> None:
+        """Each phase is announced to `progress` first, between transactions (never inside one:
+        the web's progress writes its own)."""
+        self.progress("sending each canary its first email")
         self.first_emails()
+        self.progress("the worker claims the next step before the reply")
         self.claim_before_reply()
+        self.progress("the test reply and the out-of-office arrive")
         self.test_messages()
         d = self.drive
+        self.progress("the worker tries to send what it claimed")
         d.send_check = self.attempt(
             "the worker sends the step it claimed before the reply",
             lambda: self.worker.send_batch([self._claimed()], self.report),
         )
+        self.progress("retries and recovery")
         self.retries()
+        self.progress("a worker pass for the absent canary")
         d.away_pass = self.attempt("a worker pass for the absent canary", self._pass(self.worker, Role.AWAY))
 
     # ------------------------------------------------------------------ before the replies

@@ -20,11 +20,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.audit import CheckResult
@@ -39,8 +40,17 @@ from replyguard.service_layer.rescue.decisions import Request, decide
 from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.campaigns import find_campaign
+from replyguard.settings import NotifySettings
 
-__all__ = ["AuditReport", "AuditSetupError", "audit_history", "audit_run", "config_audit", "run_audit"]
+__all__ = [
+    "AuditReport",
+    "AuditSetupError",
+    "audit_history",
+    "audit_run",
+    "channel_names",
+    "config_audit",
+    "run_audit",
+]
 
 
 @dataclass
@@ -56,6 +66,8 @@ class AuditReport:
     error: str | None = None
     canaries: list[dict[str, Any]] = field(default_factory=list)
     emails: list[dict[str, Any]] = field(default_factory=list)
+    started_by: str | None = None  # a person, from the web page; None: the command line
+    stage: str | None = None  # what a running audit is doing now
 
     @property
     def passed(self) -> bool:
@@ -75,19 +87,30 @@ class AuditReport:
             "checks": [r.to_json() for r in self.rows],
             "canaries": self.canaries,
             "emails": self.emails,
+            "started_by": self.started_by,
+            "stage": self.stage,
         }
 
 
 def run_audit(
-    app: Runtime, campaign: str, *, canary: str | None = None, channels: list[str] | None = None
+    app: Runtime,
+    campaign: str,
+    *,
+    canary: str | None = None,
+    channels: list[str] | None = None,
+    run_id: int | None = None,
+    progress: Callable[[str], None] = lambda _stage: None,
 ) -> AuditReport:
     """Run the six checks on `campaign` with fresh canaries of `canary` (else the campaign's
     own). Raises LookupError for an unknown campaign; every other problem is a recorded run.
-    `channels` names the notice channels configured (evidence for the notice row)."""
+    `channels` names the notice channels configured (evidence for the notice row). `run_id`:
+    a run already recorded as running (`web_runs.start_web_run`), carried out here; `progress`
+    hears each phase's name, between transactions."""
     with app.uow() as uow:
         found = find_campaign(uow, campaign)
         stale = _interrupted(uow)
-        run_id = _start(uow, "campaign", found.id, found.name, None)
+        if run_id is None:
+            run_id = _start(uow, "campaign", found.id, found.name, None)
         uow.commit()
     for old in stale:
         with app.uow() as uow:
@@ -98,12 +121,14 @@ def run_audit(
     try:
         with app.uow() as uow:
             report.canary = campaign_canary(uow, found.name, canary)
+        progress("enrolling three canaries")
         drive = setup(app, run_id, found.name, report.canary)
         report.canaries = [
             {"role": c.role.value, "address": c.address, "lead_id": c.lead_id}
             for c in drive.canaries.values()
         ]
-        Driver(app, drive).run()
+        Driver(app, drive, progress).run()
+        progress("judging the six checks")
         with app.uow() as uow:
             report.rows = judge(uow, drive, list(channels or []))
         report.status = "passed" if all(r.passed for r in report.rows) else "failed"
@@ -113,6 +138,7 @@ def run_audit(
         report.status, report.error = "error", f"{exc.__class__.__name__}: {exc}"
         _finish(app, report, drive)
         raise
+    progress("cleaning up the canaries")
     _finish(app, report, drive)
     return report
 
@@ -130,8 +156,17 @@ def config_audit(app: Runtime, setup_: Setup, *, campaign: str | None = None) ->
     return report
 
 
+def channel_names(notify: NotifySettings) -> list[str]:
+    """The notice channels configured (the Notice row's evidence), for the CLI and the web page."""
+    found = ["email"] if notify.email else []
+    return found + ["webhook"] * bool(notify.webhook_url) + ["slack"] * bool(notify.slack_url)
+
+
 #: A run still `running` after this long was interrupted (killed, a lost machine).
 INTERRUPTED_AFTER = timedelta(hours=1)
+#: A run started from the web whose stage has not moved for this long was interrupted (the web
+#: process that carried it out stopped): every phase takes seconds, a slow SMTP server minutes.
+STALLED_AFTER = timedelta(minutes=15)
 
 
 def _interrupted(uow: UnitOfWork) -> list[int]:
@@ -148,7 +183,20 @@ def _interrupted(uow: UnitOfWork) -> list[int]:
     for run in runs:
         run.status, run.error = "error", "interrupted: the run never finished"
         run.finished_at = uow.clock.now()
-    return [run.id for run in runs]
+    stalled = list(
+        uow.session.scalars(
+            select(m.AuditRun).where(
+                m.AuditRun.workspace_id == uow.workspace_id,
+                m.AuditRun.status == "running",
+                m.AuditRun.started_by.is_not(None),
+                func.coalesce(m.AuditRun.stage_at, m.AuditRun.started_at) < uow.clock.now() - STALLED_AFTER,
+            )
+        )
+    )
+    for run in stalled:
+        run.status, run.error = "error", f"interrupted: no progress since {run.stage or 'it started'}"
+        run.finished_at = uow.clock.now()
+    return [run.id for run in runs + stalled]
 
 
 def _start(
@@ -239,6 +287,7 @@ def audit_history(uow: UnitOfWork, *, campaign: str | None = None, limit: int = 
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
             "failed": [r["check"] for r in (run.results or {}).get("rows", []) if not r.get("passed")],
             "error": run.error,
+            "started_by": run.started_by,
         }
         for run in runs
     ]
@@ -264,4 +313,6 @@ def audit_run(uow: UnitOfWork, run_id: int) -> AuditReport:
         run.error,
         list(results.get("canaries", [])),
         list(results.get("emails", [])),
+        started_by=run.started_by,
+        stage=run.stage,
     )

@@ -72,6 +72,9 @@ class ThreadPage:
     history: list[HistoryEntry]
     resume_plan: list[PlannedStep]  # what `resume` would send, and when
     presence: list[dict[str, Any]] = field(default_factory=list)  # who else is on it, fresh marks
+    #: The zones a snooze time may be given in, the team's first: the zone of the lead's first
+    #: campaign (where the owner told of the thread works), then UTC.
+    snooze_zones: list[str] = field(default_factory=lambda: ["UTC"])
 
 
 def thread_page(uow: UnitOfWork, thread_id: int, settings: Settings, viewer: str | None = None) -> ThreadPage:
@@ -89,6 +92,7 @@ def thread_page(uow: UnitOfWork, thread_id: int, settings: Settings, viewer: str
         history=history(uow, thread),
         resume_plan=resume_plan(uow, thread.lead_id) if _may_send(detail["actions"]) else [],
         presence=presence.others(uow, thread.id, viewer),
+        snooze_zones=_snooze_zones(uow, thread.lead_id),
     )
 
 
@@ -170,6 +174,18 @@ def _message(kind: str, data: dict[str, Any]) -> str:
         return "the model wrote a draft" if data.get("ok") else f"the model failed: {data.get('error')}"
     what = (data.get("kind") or "").replace("_", " ")
     return f"{'opened' if kind == 'thread_opened' else 'updated'}: {what}"
+
+
+def _snooze_zones(uow: UnitOfWork, lead_id: int) -> list[str]:
+    """The zone of the lead's first campaign (its owner is told of the thread), then UTC."""
+    team = uow.session.scalar(
+        select(m.Campaign.timezone)
+        .join(m.Enrollment, m.Enrollment.campaign_id == m.Campaign.id)
+        .where(m.Enrollment.lead_id == lead_id)
+        .order_by(m.Enrollment.id)
+        .limit(1)
+    )
+    return [team, "UTC"] if team and team != "UTC" else ["UTC"]
 
 
 def resume_plan(uow: UnitOfWork, lead_id: int) -> list[PlannedStep]:

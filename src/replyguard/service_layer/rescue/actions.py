@@ -68,7 +68,15 @@ class LeadMoved:
 
 def set_lead_state(uow: UnitOfWork, email: str, product: str, target: ReplyState, *, why: str) -> LeadMoved:
     """A person moves a lead (stop, resume). Stopping cancels its queued steps."""
-    lead = find_lead(uow, email, product)
+    return move_by_person(uow, find_lead(uow, email, product), target, why=why)
+
+
+def move_by_person(
+    uow: UnitOfWork, lead: m.Lead, target: ReplyState, *, why: str, by: str = "person"
+) -> LeadMoved:
+    """`set_lead_state` on a lead already found in this workspace (the Leads page's bulk stop
+    goes through here, lead by lead). IllegalTransition, before anything is written, for a move
+    a person may not make (a lead already stopped, an unsubscribed one resumed)."""
     uow.lock_leads([lead.id])
     uow.session.refresh(lead)
     previous = ReplyState(lead.reply_state)
@@ -78,14 +86,14 @@ def set_lead_state(uow: UnitOfWork, email: str, product: str, target: ReplyState
     lead.hold_reason = None
     if target is ReplyState.ACTIVE:
         lead.paused_until = None
-    uow.add_event("lead_state_set", lead_id=lead.id, before=previous, after=target, by="person", why=why)
+    uow.add_event("lead_state_set", lead_id=lead.id, before=previous, after=target, by=by, why=why)
     thread_versions.bump(
         uow.session,
         workspace_id=uow.workspace_id,
         now=uow.clock.now(),
         lead_id=lead.id,
         kind="lead_state",
-        by="person",
+        by=by,
         summary=f"lead {previous} -> {target} ({why})",
     )
     cancelled = in_flight = 0

@@ -1,4 +1,4 @@
-"""/api/v1/leads: search, import a CSV, one lead with its timeline."""
+"""/api/v1/leads: search, import a CSV, bulk enroll/stop/assign, one lead with its timeline."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
 
@@ -16,6 +16,7 @@ from replyguard.entrypoints.web.uploads import read_upload
 from replyguard.service_layer.queries import leads as q
 from replyguard.service_layer.queries.products import ProductNotFound, require_product
 from replyguard.service_layer.workspace.bulk import import_in_chunks
+from replyguard.service_layer.workspace.lead_bulk import assign_people, enroll_people, stop_people
 
 LeadState = Literal["active", "replied", "out_of_office", "held", "bounced", "unsubscribed", "stopped"]
 
@@ -64,6 +65,34 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         report = import_in_chunks(lambda: ctx.scoped.write(caller.workspace_id), product, rows)
         errors = [s.RowError(line=e.line, message=e.message) for e in report.errors]
         return s.Imported(created=report.created, updated=report.updated, errors=errors)
+
+    @routes.post("/leads/bulk", response_model=s.LeadsBulkDone)
+    def bulk_leads(caller: Importer, body: s.LeadsBulk) -> s.LeadsBulkDone:
+        """What the Leads page's bulk form does: enroll the people's leads of the campaign's
+        product, stop their leads (of `product`, else all), or make `owner` their owner —
+        each lead under the single-lead rules, skipped ones with the reason. A person not of
+        this workspace: 404, before anything is written."""
+        new_uow = lambda: ctx.scoped.write(caller.workspace_id)  # noqa: E731
+        try:
+            if body.action == "enroll":
+                if not body.campaign:
+                    raise HTTPException(422, "campaign: enroll needs the campaign")
+                enrolled = enroll_people(new_uow, body.campaign, body.people)
+                changed, already, skipped = enrolled.enrolled, enrolled.already, enrolled.skipped
+            elif body.action == "stop":
+                moved = stop_people(
+                    new_uow, body.people, product=body.product or None, by=caller.actor, why="stopped in bulk"
+                )
+                changed, already, skipped = moved.changed, 0, moved.skipped
+            else:
+                if not body.owner:
+                    raise HTTPException(422, "owner: assign needs a user's address")
+                given = assign_people(new_uow, body.people, body.owner, by=caller.actor)
+                changed, already, skipped = given.changed, 0, given.skipped
+        except LookupError as exc:
+            raise HTTPException(404, str(exc)) from None
+        gone = [s.Skipped(email=who, why=why) for who, why in skipped]
+        return s.LeadsBulkDone(changed=changed, already=already, skipped=gone)
 
     @routes.get("/leads/{lead_id}", response_model=s.Lead)
     def get_lead(caller: Token, lead_id: ObjectId) -> q.LeadDetail:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import date, datetime
 from functools import reduce
 from operator import or_
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -199,6 +199,22 @@ class Skipped(BaseModel):
 
 @shows(enrollment.EnrollReport)
 class Enrolled(Model):
+    skipped: list[Skipped]
+
+
+class LeadsBulk(BaseModel):
+    """The Leads page's bulk form: people (contact ids, `LeadRow.contact_id`) and what to do."""
+
+    action: Literal["enroll", "stop", "assign"]
+    people: list[BodyId] = Field(min_length=1, max_length=500, description="contact ids")
+    campaign: str | None = Field(default=None, max_length=200, description="enroll: the campaign")
+    product: str | None = Field(default=None, max_length=200, description="stop: only this product")
+    owner: str | None = Field(default=None, max_length=320, description="assign: a user's address")
+
+
+class LeadsBulkDone(BaseModel):
+    changed: int = Field(description="enrolled leads, stopped leads or assigned people")
+    already: int = Field(default=0, description="enroll: leads already in the campaign")
     skipped: list[Skipped]
 
 

@@ -1,4 +1,5 @@
-"""Lead pages: the list with search, the lead page (its timeline across products), and the
+"""Lead pages: the list of people with search (one row per person, their products in it; the
+bulk actions are `leads_bulk.py`'s), the lead page (its timeline across products), and the
 CSV import with the same line-numbered errors as `replyguard leads import`."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
@@ -22,8 +23,8 @@ from replyguard.service_layer.queries.leads import (
     export_rows,
     lead_detail,
     list_leads,
-    search_leads,
 )
+from replyguard.service_layer.queries.people import bulk_choices, search_people
 from replyguard.service_layer.queries.products import product_names
 from replyguard.service_layer.workspace.bulk import import_in_chunks
 
@@ -37,9 +38,13 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     def leads_page(request: Request, who: Who, q: str = "", state: str = "", page: int = 1) -> Response:
         state = state if state in set(ReplyState) else ""
         with ctx.scoped.read(who.workspace_id) as uow:
-            found = search_leads(uow, q[:200], state=state or None, page=max(1, page))
+            found = search_people(uow, q[:200], state=state or None, page=max(1, page))
+            choices = bulk_choices(uow) if who.can(Capability.LEADS) else None
         context = {"viewer": who, "active": "leads", "q": q, "state": state, "states": list(ReplyState)}
-        return ctx.renderer.page(request, "leads.html", {**context, "leads": found})
+        back = str(request.url.path) + (f"?{request.url.query}" if request.url.query else "")
+        return ctx.renderer.page(
+            request, "leads.html", {**context, "people": found, "choices": choices, "back": back}
+        )
 
     @routes.get("/leads/export.csv")
     def export_leads(who: Who, state: str = "") -> Response:

@@ -158,6 +158,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         step_id: Annotated[str, Form(max_length=20)] = "",
         seen: Annotated[str, Form(max_length=12)] = "",
         confirm: Annotated[str, Form(max_length=5)] = "",
+        zone: Annotated[str, Form(max_length=64)] = "",
     ) -> Response:
         try:
             decision = decision_request(
@@ -171,6 +172,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
                 step_id=step_id,
                 seen=seen_of(seen),
                 confirmed=confirm == "1",
+                zone=zone,
             )
             with ctx.scoped.write(who.workspace_id) as uow:
                 result = decide(uow, thread_id, decision, settings)

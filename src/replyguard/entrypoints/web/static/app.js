@@ -129,6 +129,24 @@ document.addEventListener("DOMContentLoaded", () => {
       fetch(area.getAttribute("data-presence"), { method: "POST", body, credentials: "same-origin" });
     }, { once: false });
   }
+  // A snooze time is read in the zone its form names: the reader's own zone is offered (and
+  // chosen) when the browser knows it, and the label always says the zone the time is in.
+  for (const choice of document.querySelectorAll("select[data-zone-choice]")) {
+    const label = choice.form.querySelector("label[for]");
+    const say = () => { if (label) label.textContent = `Snooze until, ${choice.value} time`; };
+    const mine = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    if (mine && ![...choice.options].some((o) => o.value === mine)) choice.add(new Option(mine, mine), 0);
+    if (mine) choice.value = mine;
+    choice.addEventListener("change", say);
+    say();
+  }
+  // A page that follows something running (an audit) reloads itself until it is over; without
+  // JavaScript its Refresh link does the same.
+  const following = document.querySelector("[data-refresh]");
+  if (following) {
+    const seconds = Number(following.getAttribute("data-refresh")) || 2;
+    window.setTimeout(() => window.location.reload(), seconds * 1000);
+  }
   // Show times in the reader's own zone as a tooltip: <time datetime="...">.
   for (const t of document.querySelectorAll("time[datetime]")) {
     const when = new Date(t.getAttribute("datetime"));
