@@ -15,9 +15,9 @@ from replyguard.adapters.transports.smtp import SmtpTransport
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.domain.leads_csv import read_leads
+from replyguard.service_layer.audit import run as audit_module
 from replyguard.service_layer.audit.drive import Driver
 from replyguard.service_layer.audit.run import AuditReport, audit_history, audit_run, run_audit
-from replyguard.service_layer.audit import run as audit_module
 from replyguard.service_layer.inbound import ingest
 from replyguard.service_layer.rescue.notice_delivery import NoticeDelivery
 from replyguard.service_layer.rescue.thread_views import list_threads
