@@ -315,15 +315,21 @@ def bootstrap(
     clock: Clock | None = None,
     hooks: Hooks | None = None,
     environment: Environment | None = None,
+    worker: bool = False,
 ) -> App:
     """The App of one process. The arguments are the command line's global options, which win
     over the environment; `clock` is for a caller that moves time itself (the demo), `hooks`
-    for one that watches the paths (the tests' fault worker). Raises ValueError for a setting
-    that does not parse."""
+    for one that watches the paths (the tests' fault worker); `worker` for the guarded worker's
+    process (no pre-ping on its engine, and a pool large enough for its send slots: each slot
+    uses two connections at once). Raises ValueError for a setting that does not parse."""
     env = Environment.read() if environment is None else environment
     instant = now or env.now
     return App(
-        engine=make_engine(db_url or env.database_url or DEFAULT_URL),
+        engine=make_engine(
+            db_url or env.database_url or DEFAULT_URL,
+            pool_size=max(5, 2 * env.settings.send_slots + 1),
+            pre_ping=not worker,
+        ),
         clock=clock or make_clock(instant, running=running_clock),
         settings=env.settings,
         transport_spec=transport or env.transport or DEFAULT_TRANSPORT,

@@ -16,6 +16,7 @@ is `send_record.py`.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -259,7 +260,8 @@ class SendGuard:
                 aborted.append(exc)
                 raise
 
-        self.ctx.in_flight = transport
+        me = threading.get_ident()
+        self.ctx.in_flight[me] = transport
         try:
             delivery = transport.send(email, before_commit=hook)
         except Exception as exc:
