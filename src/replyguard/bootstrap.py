@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # built on demand: most commands need none of them
     from replyguard.adapters.model_client import ModelClient
     from replyguard.adapters.notices.base import NoticeChannel
     from replyguard.adapters.secret_box import SecretBox
+    from replyguard.adapters.sent_folder import SentFolder
     from replyguard.service_layer.inbound.mailbox_pollers import MailboxPollers
     from replyguard.service_layer.rescue.notice_delivery import NoticeDelivery
 
@@ -167,6 +168,37 @@ class App:
         if cached is not None:
             cached[1].close()
         return transport
+
+    def sent_folder_for(self, mailbox_id: int | None) -> SentFolder | None:
+        """Where a copy of each email the mailbox sends is appended: its IMAP account's Sent
+        folder, when it has one and its provider does not save sent mail itself (Google and
+        Microsoft do: `domain.sent_copies`). None otherwise, or when its password cannot be
+        read (the send itself decides what that means)."""
+        from replyguard.adapters.imap_source import ImapUrlError, parse_imap_url
+        from replyguard.adapters.secret_box import NoSecretKey, SecretUnreadable
+        from replyguard.adapters.sent_folder import SentFolder
+        from replyguard.adapters.transports.smtp import SmtpSettings
+        from replyguard.domain.sent_copies import provider_saves_sent
+        from replyguard.service_layer.workspace.mailbox_accounts import passwords_of, with_password
+
+        if mailbox_id is None:
+            return None
+        query = select(
+            m.Mailbox.address, m.Mailbox.smtp_url, m.Mailbox.imap_url, m.Mailbox.sent_folder, m.Mailbox.secret
+        ).where(m.Mailbox.id == mailbox_id, m.Mailbox.workspace_id == self.workspace_id)
+        with Session(self.engine) as session:
+            row = session.execute(query).one_or_none()
+        if row is None or not (row.imap_url and row.sent_folder and row.smtp_url):
+            return None
+        try:
+            if provider_saves_sent(SmtpSettings.from_url(row.smtp_url).host):
+                return None
+            password = passwords_of(row.secret, self.secret_box(), row.address).get("imap")
+            if password is None:
+                return None
+            return SentFolder(parse_imap_url(with_password(row.imap_url, password), row.sent_folder))
+        except (NoSecretKey, SecretUnreadable, ImapUrlError, ValueError):
+            return None
 
     def _mailbox_transport(self, address: str, smtp_url: str, secret: str | None) -> Transport:
         from replyguard.adapters.secret_box import NoSecretKey, SecretUnreadable

@@ -27,7 +27,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import SQLAlchemyError
 
 from replyguard.adapters.transports.base import Delivery, Outcome, Transport
-from replyguard.domain.outgoing import OutgoingEmail
+from replyguard.domain.outgoing import OutgoingEmail, message_bytes
 from replyguard.domain.send_policy import SendCheck, SendLimits, Stale, limits_deferral, recheck
 from replyguard.domain.smtp_answers import Blame
 from replyguard.domain.states import CANCELLABLE, EnrollmentState, StepState, check_step_move, step_move
@@ -81,15 +81,17 @@ class SendGuard:
         one marker commit and one record commit; each email is still handed over on its own.
         """
         results: dict[int, str] = {}
+        handed: dict[int, OutgoingEmail] = {}
         try:
             if self.ctx.stopping():
                 self._give_back(claims, results)
             else:
                 guarded = self._batch_holding_locks if self.ctx.postgres else self._batch_commit_then_call
-                guarded(claims, results)
+                guarded(claims, results, handed)
         except SQLAlchemyError as exc:
             # Steps keep their claim or marker; recovery decides after the lease.
             log.warning("database error during a send batch: %s", exc.__class__.__name__)
+        self._copy_to_sent(claims, results, handed)
         ordered = [results.get(c.step_id, "error") for c in claims]
         for result in ordered:
             _count(report, result)
@@ -115,7 +117,22 @@ class SendGuard:
         for claim in claims:
             results[claim.step_id] = "given_back" if claim.step_id in back else "stale"
 
-    def _batch_holding_locks(self, claims: list[Claim], results: dict[int, str]) -> None:
+    def _copy_to_sent(
+        self, claims: list[Claim], results: dict[int, str], handed: dict[int, OutgoingEmail]
+    ) -> None:
+        """After the record committed, outside every lock: a copy of each sent email in its
+        mailbox's Sent folder, where the provider keeps none itself (`sent_folder_for`)."""
+        for claim in claims:
+            email = handed.get(claim.step_id)
+            if email is None or results.get(claim.step_id) != "sent":
+                continue
+            folder = self.ctx.sent_folder_for(claim.mailbox_id)
+            if folder is not None:
+                folder.append(message_bytes(email), email.date)
+
+    def _batch_holding_locks(
+        self, claims: list[Claim], results: dict[int, str], handed: dict[int, OutgoingEmail]
+    ) -> None:
         ctx = self.ctx
         deliveries: list[tuple[Claim, Handed]] = []
         with ctx.engine.connect() as conn:
@@ -131,6 +148,7 @@ class SendGuard:
                 ctx.app.hooks.at("after_marker")
                 paused: set[int | None] = set()
                 for claim, email, limits in go:
+                    handed[claim.step_id] = email
                     check = self._still_locked(conn, claim)
                     deliveries.append((claim, self._deliver(claim, email, limits, check, paused)))
                     ctx.app.hooks.at("after_transport")
@@ -150,7 +168,9 @@ class SendGuard:
         log.warning("database session lost during a send batch; recording with a new one")
         self._record_fresh(deliveries, results)
 
-    def _batch_commit_then_call(self, claims: list[Claim], results: dict[int, str]) -> None:
+    def _batch_commit_then_call(
+        self, claims: list[Claim], results: dict[int, str], handed: dict[int, OutgoingEmail]
+    ) -> None:
         ctx = self.ctx
         with ctx.engine.connect() as conn, conn.begin():
             go = self._recheck_many(conn, claims, results)
@@ -162,6 +182,7 @@ class SendGuard:
         deliveries: list[tuple[Claim, Handed]] = []
         paused: set[int | None] = set()
         for claim, email, limits in go:
+            handed[claim.step_id] = email
             check = self._not_cancelled(claim)
             deliveries.append((claim, self._deliver(claim, email, limits, check, paused)))
             ctx.app.hooks.at("after_transport")

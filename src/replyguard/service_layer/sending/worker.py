@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import select
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from replyguard.adapters.transports.base import Interruptible, Transport
 from replyguard.service_layer.runtime import Runtime
@@ -220,9 +220,12 @@ def run_forever(worker: Worker) -> WorkerReport:
             report = worker.run_once(max_batches=50)
         except SQLAlchemyError as exc:
             # The database went away (restart, failover, a terminated session): claims and
-            # markers are durable, so waiting and starting over loses nothing.
+            # markers are durable, so waiting and starting over loses nothing. A session that
+            # was found dead (the worker's engine does not ping before each checkout) has been
+            # dropped from the pool: start over at once, on a new one.
             log.warning("database error, retrying: %s", str(exc).splitlines()[0])
-            stop.wait(worker.app.settings.poll_interval * 5)
+            if not (isinstance(exc, DBAPIError) and exc.connection_invalidated):
+                stop.wait(worker.app.settings.poll_interval * 5)
             continue
         total.add(report)
         if report.claimed == 0:

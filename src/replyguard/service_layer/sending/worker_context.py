@@ -23,7 +23,7 @@ from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.schedule import SendWindow, load_zone
 from replyguard.domain.send_policy import SendLimits
 from replyguard.domain.states import OPEN, EnrollmentState, StepState, step_move
-from replyguard.service_layer.runtime import Runtime
+from replyguard.service_layer.runtime import Runtime, SentCopies
 from replyguard.service_layer.sending.holds import hold_for_person
 from replyguard.service_layer.sending.worker_base import _SEND_ROWS, EV, OUT, Claim, E, L, S, in_states
 
@@ -51,6 +51,7 @@ class WorkerContext:
         # slots resolve them from their own threads, hence the lock.
         self._transports: dict[int | None, Transport] = {}
         self._transports_lock = threading.Lock()
+        self._sent_folders: dict[int | None, SentCopies | None] = {}
         # The pass's connection-reuse scope (`reuse_scope`): each transport that can keep its
         # connections open is entered once, on first use in the pass.
         self._scope: ExitStack | None = None
@@ -86,6 +87,17 @@ class WorkerContext:
         """Resolve each mailbox's transport again (a new claim: its account may have changed)."""
         with self._transports_lock:
             self._transports.clear()
+            self._sent_folders.clear()
+
+    def sent_folder_for(self, mailbox_id: int | None) -> SentCopies | None:
+        """The mailbox's Sent folder to copy its sent emails to, or None (resolved once per
+        claim, like its transport). A worker given its own transport copies nothing."""
+        if self.fixed is not None:
+            return None
+        with self._transports_lock:
+            if mailbox_id not in self._sent_folders:
+                self._sent_folders[mailbox_id] = self.app.sent_folder_for(mailbox_id)
+            return self._sent_folders[mailbox_id]
 
     @contextmanager
     def reuse_scope(self) -> Iterator[None]:
