@@ -44,7 +44,10 @@ def guarded(url: str, start: mp.Barrier, batch: int = 1) -> None:  # type: ignor
     from replyguard.bootstrap import bootstrap
     from replyguard.service_layer.sending.worker import Worker
 
-    app = bootstrap(url, now=START.isoformat(), transport="null:")
+    try:  # the worker's own wiring: no pre-ping on its engine (issue 25)
+        app = bootstrap(url, now=START.isoformat(), transport="null:", worker=True)
+    except TypeError:  # the code before it, for "before" numbers
+        app = bootstrap(url, now=START.isoformat(), transport="null:")
     worker = Worker(app)
     _ = app.workspace_id
     start.wait()

@@ -6,7 +6,9 @@ at every named point of the send path. Afterwards a checker counts every broken 
 What runs (all against a fresh scratch PostgreSQL database, dropped afterwards):
 
 * `--workers` long-running `replyguard worker` processes with a running simulated clock
-  (`--now`), a lease of `--lease` seconds, a transport timeout of 2 s, retries after 2 s;
+  (`--now`), a lease of `--lease` seconds, a transport timeout of 2 s, retries after 2 s,
+  several send slots each, sending for several mailboxes (one campaign each) over pooled SMTP
+  connections (RSET between messages, a fresh connection after any error);
 * an aiosmtpd server on loopback (the oracle, tests/support/smtp_servers.py) with a seeded
   schedule of 4xx/5xx answers, drops mid-DATA, accept-then-hang and hang-on-QUIT; it logs
   every message it accepted with the time its DATA command arrived;
@@ -126,6 +128,11 @@ class Profile:
     stall_before_data: str = "0.3@0.25"
     #: Run `bench/broken_guard_worker.py` instead of the real worker: the checker must fail.
     broken_guard: bool = False
+    #: Mailboxes (one campaign each, the leads dealt among them): their emails share the
+    #: workers' pooled SMTP connections (RSET between messages, a fresh one after any error).
+    mailboxes: int = 3
+    #: Send slots per worker process (REPLYGUARD_SEND_SLOTS): a crash holds one lead per slot.
+    send_slots: int = 3
     #: Keep the replies and faults going past `duration` (up to five times as long) until this
     #: many replies found a step in flight: a loaded machine starts its workers late and sends
     #: less in the same seconds, and a run about the race must have raced. 0: stop on time.
@@ -215,12 +222,12 @@ def harness_engine(url: str, pool: int = 8) -> Engine:
 
 
 CAMPAIGN = """
-product = "Torture"
+product = "Torture{n}"
 [campaign]
-name = "Torture"
-mailbox = "rep@seller.test"
+name = "Torture{n}"
+mailbox = "rep{n}@seller.test"
 from_name = "Rep"
-owner = "rep@seller.test"
+owner = "rep{n}@seller.test"
 timezone = "UTC"
 send_window = { days = ["mon","tue","wed","thu","fri","sat","sun"], start = "00:00", end = "23:59" }
 daily_cap = 1000000
@@ -237,23 +244,26 @@ body = "Third."
 """
 
 
-def populate(url: str, leads: int, duration: float, rng: random.Random) -> int:
-    """Campaign, leads and enrollments through the real services, then due times spread over
-    the run (steps of one lead in order) with one SQL update."""
+def populate(url: str, leads: int, duration: float, rng: random.Random, mailboxes: int = 1) -> int:
+    """Campaigns (one per mailbox, the leads dealt round-robin), leads and enrollments through
+    the real services, then due times spread over the run (steps of one lead in order) with
+    one SQL update."""
     engine = make_engine(url)
     upgrade(engine)
     app = App(engine=engine, clock=FixedClock(START), settings=Settings())
     app.init_database()
     header = "email,first_name,last_name,company,title,timezone,alt_emails,owner\n"
-    csv = header + "".join(f"lead{i}@example{i % 97}.test,L{i},,,,,,\n" for i in range(leads))
-    with app.uow() as uow:
-        create_campaign(uow, CAMPAIGN)
-        import_leads(uow, "Torture", list(read_leads(csv.encode())))
-        uow.commit()
-    with app.uow() as uow:
-        report = EnrollReport()
-        enroll_leads(uow, "Torture", candidate_lead_ids(uow, "Torture", None), report)
-        uow.commit()
+    for n in range(mailboxes):
+        mine = range(n, leads, mailboxes)
+        csv = header + "".join(f"lead{i}@example{i % 97}.test,L{i},,,,,,\n" for i in mine)
+        with app.uow() as uow:
+            create_campaign(uow, CAMPAIGN.replace("{n}", str(n)))
+            import_leads(uow, f"Torture{n}", list(read_leads(csv.encode())))
+            uow.commit()
+        with app.uow() as uow:
+            report = EnrollReport()
+            enroll_leads(uow, f"Torture{n}", candidate_lead_ids(uow, f"Torture{n}", None), report)
+            uow.commit()
     with engine.begin() as conn:
         rows = conn.execute(text("SELECT id, lead_id, position FROM steps ORDER BY lead_id, position")).all()
         first: dict[int, float] = {}
@@ -295,6 +305,7 @@ class Workers:
             "REPLYGUARD_PUBLIC_URL": PUBLIC_URL,
             "REPLYGUARD_LEASE_SECONDS": str(self.profile.lease),
             "REPLYGUARD_RETRY_BASE_SECONDS": "2",
+            "REPLYGUARD_SEND_SLOTS": str(self.profile.send_slots),
         }
 
     def fault_worker(self, failpoint: str | None, seed: int) -> list[str]:
@@ -579,7 +590,9 @@ def run(
     started = time.monotonic()
     logging.getLogger("mail.log").setLevel(logging.CRITICAL)  # aiosmtpd's chatter about faults
     try:
-        steps = populate(url, profile.leads, profile.duration, random.Random(f"{seed}:due"))
+        steps = populate(
+            url, profile.leads, profile.duration, random.Random(f"{seed}:due"), profile.mailboxes
+        )
         console.print(f"[bold]torture[/] seed {seed}: {profile.leads} leads, {steps} steps, db {dbname}")
         engine = harness_engine(url)
         admin = create_engine(normalize_url(admin_url), connect_args={"application_name": HARNESS_APP})
@@ -627,6 +640,7 @@ def run(
                 thread.join(timeout=60)
             phases["faults"] = time.monotonic() - started - phases["setup"]
             behaviours = Counter(str(b) for b in server.transactions)
+            sessions = {"connections": server.connections, "rset (a reused connection)": server.rsets}
             server.schedule, server.behaviour = None, Behaviour.ACCEPT
             final_now, passes = final_recovery(url, smtp_url, clock, profile.lease, profile.workers)
         phases["final recovery"] = time.monotonic() - started - phases["setup"] - phases["faults"]
@@ -637,7 +651,9 @@ def run(
         if not keep:
             drop_database(admin_url, dbname)
     phases["total"] = time.monotonic() - started
-    return report_of(profile, seed, tally, behaviours, replies, passes, verdict, phases)
+    report = report_of(profile, seed, tally, behaviours, replies, passes, verdict, phases)
+    report["smtp_sessions"] = sessions
+    return report
 
 
 def _extend_until_raced(
@@ -694,6 +710,8 @@ def print_summary(report: dict[str, Any], console: Console) -> None:
         faults.add_row(name, str(n))
     for name, n in report["smtp_transactions"].items():
         faults.add_row(f"SMTP transaction: {name}", str(n))
+    for name, n in report.get("smtp_sessions", {}).items():
+        faults.add_row(f"SMTP {name}", str(n))
     for name, n in report["replies"].items():
         faults.add_row(f"replies {name.replace('_', ' ')}", str(n))
     console.print(faults)

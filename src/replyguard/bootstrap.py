@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # built on demand: most commands need none of them
     from replyguard.adapters.notices.base import NoticeChannel
     from replyguard.adapters.oauth import OAuthClient, TokenSource
     from replyguard.adapters.secret_box import SecretBox
+    from replyguard.adapters.sent_folder import SentFolder
     from replyguard.service_layer.inbound.mailbox_pollers import MailboxPollers
     from replyguard.service_layer.rescue.notice_delivery import NoticeDelivery
 
@@ -174,6 +175,37 @@ class App:
         if cached is not None:
             cached[1].close()
         return transport
+
+    def sent_folder_for(self, mailbox_id: int | None) -> SentFolder | None:
+        """Where a copy of each email the mailbox sends is appended: its IMAP account's Sent
+        folder, when it has one and its provider does not save sent mail itself (Google and
+        Microsoft do: `domain.sent_copies`). None otherwise, or when its password cannot be
+        read (the send itself decides what that means)."""
+        from replyguard.adapters.imap_source import ImapUrlError, parse_imap_url
+        from replyguard.adapters.secret_box import NoSecretKey, SecretUnreadable
+        from replyguard.adapters.sent_folder import SentFolder
+        from replyguard.adapters.transports.smtp import SmtpSettings
+        from replyguard.domain.sent_copies import provider_saves_sent
+        from replyguard.service_layer.workspace.mailbox_accounts import passwords_of, with_password
+
+        if mailbox_id is None:
+            return None
+        query = select(
+            m.Mailbox.address, m.Mailbox.smtp_url, m.Mailbox.imap_url, m.Mailbox.sent_folder, m.Mailbox.secret
+        ).where(m.Mailbox.id == mailbox_id, m.Mailbox.workspace_id == self.workspace_id)
+        with Session(self.engine) as session:
+            row = session.execute(query).one_or_none()
+        if row is None or not (row.imap_url and row.sent_folder and row.smtp_url):
+            return None
+        try:
+            if provider_saves_sent(SmtpSettings.from_url(row.smtp_url).host):
+                return None
+            password = passwords_of(row.secret, self.secret_box(), row.address).get("imap")
+            if password is None:
+                return None
+            return SentFolder(parse_imap_url(with_password(row.imap_url, password), row.sent_folder))
+        except (NoSecretKey, SecretUnreadable, ImapUrlError, ValueError):
+            return None
 
     def _mailbox_transport(self, address: str, smtp_url: str, secret: str | None) -> Transport:
         from replyguard.adapters.secret_box import NoSecretKey, SecretUnreadable
@@ -384,15 +416,21 @@ def bootstrap(
     clock: Clock | None = None,
     hooks: Hooks | None = None,
     environment: Environment | None = None,
+    worker: bool = False,
 ) -> App:
     """The App of one process. The arguments are the command line's global options, which win
     over the environment; `clock` is for a caller that moves time itself (the demo), `hooks`
-    for one that watches the paths (the tests' fault worker). Raises ValueError for a setting
-    that does not parse."""
+    for one that watches the paths (the tests' fault worker); `worker` for the guarded worker's
+    process (no pre-ping on its engine, and a pool large enough for its send slots: each slot
+    uses two connections at once). Raises ValueError for a setting that does not parse."""
     env = Environment.read() if environment is None else environment
     instant = now or env.now
     return App(
-        engine=make_engine(db_url or env.database_url or DEFAULT_URL),
+        engine=make_engine(
+            db_url or env.database_url or DEFAULT_URL,
+            pool_size=max(5, 2 * env.settings.send_slots + 1),
+            pre_ping=not worker,
+        ),
         clock=clock or make_clock(instant, running=running_clock),
         settings=env.settings,
         transport_spec=transport or env.transport or DEFAULT_TRANSPORT,

@@ -73,6 +73,10 @@ class Settings:
     #: prove is held for a person, and replies to the batch's leads wait for the batch to
     #: finish. None: 10 for transports that can prove outcomes (Maildir), 1 for SMTP.
     send_batch: int | None = None
+    #: Send slots per worker process (REPLYGUARD_SEND_SLOTS): threads that each send one batch
+    #: at a time, so that a server's latency per message does not set the worker's pace (see
+    #: service_layer/sending/slots.py). A hard crash holds at most one batch per slot.
+    send_slots: int = 1
     #: Out-of-office: pause when no return date is found, and the longest pause we trust.
     default_pause: timedelta = timedelta(days=7)
     max_pause: timedelta = timedelta(days=60)
@@ -134,6 +138,11 @@ class Settings:
                 else defaults.inbound_max_concurrent
             ),
             send_batch=_count("REPLYGUARD_SEND_BATCH") if os.environ.get("REPLYGUARD_SEND_BATCH") else None,
+            send_slots=(
+                _count("REPLYGUARD_SEND_SLOTS")
+                if os.environ.get("REPLYGUARD_SEND_SLOTS")
+                else defaults.send_slots
+            ),
             authserv_ids=tuple(
                 part.strip().lower()
                 for part in os.environ.get("REPLYGUARD_AUTHSERV_ID", "").split(",")

@@ -111,6 +111,7 @@ BAD: dict[str, list[Case]] = {
         case("mailbox", "set", "nobody@nowhere.test", "--daily-cap", "10"),
         case("mailbox", "set", MAILBOX, "--timezone", "Mars/Olympus"),
         case("mailbox", "set", MAILBOX),  # nothing to set
+        case("mailbox", "set", MAILBOX, "--per-minute", "-1"),
     ],
     "mailbox resume": [case("mailbox", "resume", "not an address")],
     "mailbox add": [

@@ -74,6 +74,13 @@ def test_decisions_print_one_object_each(ws: Workspace, tmp_path: Path) -> None:
     assert (skipped["position"], skipped["state"]) == (2, "skipped")
     changed = one_object(ws, "mailbox", "set", MAILBOX, "--daily-cap", "120")
     assert changed["changes"] == {"daily_cap": {"before": 150, "after": 120}}
+    limited = one_object(ws, "mailbox", "set", MAILBOX, "--max-connections", "2", "--per-minute", "30")
+    assert limited["changes"] == {
+        "max_connections": {"before": None, "after": 2},
+        "per_minute": {"before": None, "after": 30},
+    }
+    unlimited = one_object(ws, "mailbox", "set", MAILBOX, "--per-minute", "0")  # 0: no limit
+    assert unlimited["changes"] == {"per_minute": {"before": 30, "after": None}}
     assert one_object(ws, "mailbox", "resume", MAILBOX)["resumed"] is False
 
     edited = (

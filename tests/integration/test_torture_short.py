@@ -39,6 +39,9 @@ def test_the_short_fault_campaign_breaks_no_promise() -> None:
     assert report["facts"]["accepted_by_oracle"] > 0
     assert sum(n for name, n in faults.items() if name.startswith("SIGKILL")) > 0
     assert sum(n for name, n in report["smtp_transactions"].items() if name != "accept") > 0
+    # Several mailboxes' emails went over reused connections (RSET between messages).
+    assert report["profile"]["mailboxes"] > 1 and report["profile"]["send_slots"] > 1
+    assert report["smtp_sessions"]["rset (a reused connection)"] > 0
 
 
 def test_the_checker_catches_a_broken_guard() -> None:

@@ -132,10 +132,14 @@ class _Session(SMTP):
         self.behaviour = Behaviour.ACCEPT
         self.data_at = 0.0
         self.quit_hangs = False
-        owner._sessions.add(self)
+        with owner._lock:
+            owner._sessions.add(self)
+            owner.connections += 1
+            owner.peak_connections = max(owner.peak_connections, len(owner._sessions))
 
     def connection_lost(self, error: Exception | None) -> None:
-        self.owner._sessions.discard(self)
+        with self.owner._lock:
+            self.owner._sessions.discard(self)
         super().connection_lost(error)
 
     async def _handle_client(self) -> None:
@@ -208,6 +212,11 @@ class _Session(SMTP):
         else:
             await super().smtp_DATA(arg)
 
+    async def smtp_RSET(self, arg: str) -> None:
+        with self.owner._lock:
+            self.owner.rsets += 1
+        await super().smtp_RSET(arg)
+
     async def smtp_QUIT(self, arg: str) -> None:
         if self.quit_hangs:
             await asyncio.Event().wait()  # until the server stops and cancels this task
@@ -228,6 +237,8 @@ class _Handler:
             return "552 5.2.2 Mailbox full (test server)"
         if behaviour is Behaviour.UNKNOWN_USER_END:
             return "550 5.1.1 Recipient address rejected: User unknown in virtual mailbox table (test server)"
+        if self.owner.end_delay:
+            await asyncio.sleep(self.owner.end_delay)  # a server that takes its time per message
         received = self.owner._record(server, envelope, behaviour)
         if behaviour is Behaviour.HANG_AFTER_ACCEPT:
             await asyncio.Event().wait()
@@ -292,6 +303,10 @@ class SmtpTestServer:
         self.refusing = False  # True: every connection gets 421 at once (a relay that is down)
         self.slow_delay = 0.5  # seconds SLOW_ACCEPT waits before answering MAIL FROM
         self.refused_connections = 0
+        self.connections = 0  # connections accepted (each a session)
+        self.peak_connections = 0  # the most sessions open at once
+        self.end_delay = 0.0  # seconds before the answer to the final dot (latency per message)
+        self.rsets = 0  # RSET commands received
         self.gate: threading.Event | None = None  # set: RCPT waits until the test opens it
         self.at_gate = threading.Event()  # a transaction reached the gate
         self.auth_attempts: list[tuple[str, bool]] = []  # (mechanism, success)
@@ -317,6 +332,8 @@ class SmtpTestServer:
             kwargs["tls_context"] = self.tls.server_context()
         self._controller = _Controller(self, **kwargs)
         self._controller.start()
+        with self._lock:  # not the controller's own readiness check
+            self.connections = self.peak_connections = 0
         return self
 
     def stop(self) -> None:

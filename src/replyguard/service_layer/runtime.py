@@ -11,6 +11,7 @@ points of those paths, `hooks.py`); the worker and a person's answer take each m
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Protocol
 
 from sqlalchemy import Connection, Engine
@@ -51,9 +52,19 @@ class Runtime(Protocol):
         (`conn`: read the mailbox through this connection)."""
         ...
 
+    def sent_folder_for(self, mailbox_id: int | None) -> SentCopies | None:
+        """Where copies of the mailbox's sent emails go, when its provider keeps none itself."""
+        ...
+
     def uow(self) -> UnitOfWork:
         """A fresh unit of work in this process's workspace."""
         ...
+
+
+class SentCopies(Protocol):
+    """A mailbox's Sent folder (adapters/sent_folder.py)."""
+
+    def append(self, message: bytes, when: datetime) -> bool: ...
 
 
 class Rewired:
@@ -99,6 +110,9 @@ class Rewired:
 
     def transport_for(self, mailbox_id: int | None, conn: Connection | None = None) -> Transport:
         return self._base.transport_for(mailbox_id, conn)
+
+    def sent_folder_for(self, mailbox_id: int | None) -> SentCopies | None:
+        return self._base.sent_folder_for(mailbox_id)
 
     def uow(self) -> UnitOfWork:
         return UnitOfWork(self.engine, self._clock, self.workspace_id, self.settings)

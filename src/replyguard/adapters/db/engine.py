@@ -36,7 +36,10 @@ def normalize_url(url: str) -> str:
     )
 
 
-def make_engine(url: str, *, pool_size: int = 5, echo: bool = False) -> Engine:
+def make_engine(url: str, *, pool_size: int = 5, echo: bool = False, pre_ping: bool = True) -> Engine:
+    """An engine for `url`. `pre_ping=False` (the guarded worker) saves a round trip per
+    checkout: a dead session then fails its first statement, which the worker already
+    handles (claims and markers are durable; it waits and starts over)."""
     url = normalize_url(url)
     if make_url(url).get_backend_name() == "sqlite":
         return _sqlite_engine(url, echo=echo)
@@ -47,7 +50,7 @@ def make_engine(url: str, *, pool_size: int = 5, echo: bool = False) -> Engine:
             echo=echo,
             pool_size=pool_size,
             max_overflow=pool_size,
-            pool_pre_ping=True,
+            pool_pre_ping=pre_ping,
             connect_args={"connect_timeout": 10, "application_name": "replyguard"},
         )
     except ModuleNotFoundError as exc:

@@ -101,6 +101,10 @@ class Mailbox(Base):
     from_name: Mapped[str] = mapped_column(String(200))
     daily_cap: Mapped[int]
     timezone: Mapped[str] = mapped_column(String(64))  # the day a daily cap counts in
+    #: SMTP connections the mailbox may have open at once, over a worker's send slots (None:
+    #: as many as there are slots), and emails it may hand over in any minute (None: no limit).
+    max_connections: Mapped[int | None]
+    per_minute: Mapped[int | None]
     # "paused": a server refused the mailbox itself (credentials, sender, relaying): nothing is
     # claimed from it until a person resumes it.
     status: Mapped[str] = mapped_column(String(20), default="active")

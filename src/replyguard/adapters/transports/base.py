@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -67,3 +68,12 @@ class Interruptible(Protocol):
         what is known: nothing taken by the server (TRANSIENT) or, after the final dot,
         UNKNOWN. Safe to call from any thread, at any time, any number of times."""
         ...
+
+
+@runtime_checkable
+class Reusing(Protocol):
+    """A transport that can keep its connections open between sends (SMTP): inside a
+    `reusing()` scope a connection carries several messages; when the scope ends, none is
+    left open. The guarded worker opens one scope per pass."""
+
+    def reusing(self) -> AbstractContextManager[None]: ...

@@ -55,7 +55,7 @@ class Options:
     #: Hooks handed to `main` by whoever embeds the command line (the tests' fault worker).
     hooks: Hooks | None = None
 
-    def app(self, *, running_clock: bool = False) -> App:
+    def app(self, *, running_clock: bool = False, worker: bool = False) -> App:
         from replyguard.bootstrap import bootstrap
 
         try:
@@ -66,6 +66,7 @@ class Options:
                 transport=self.transport,
                 workspace=self.workspace,
                 hooks=self.hooks,
+                worker=worker,
             )
         except ValueError as exc:
             fail(str(exc), code=errors.EXIT_USAGE)
@@ -164,13 +165,13 @@ def main_options(
         out.width = PIPED_WIDTH
 
 
-def open_app(ctx: typer.Context, *, running_clock: bool = False) -> App:
+def open_app(ctx: typer.Context, *, running_clock: bool = False, worker: bool = False) -> App:
     """The command's App. A long-running process on a simulated clock (`--now`,
     REPLYGUARD_NOW) says so first thing; a one-shot command does when the clock came from the
     environment (a variable left set), not from a `--now` typed on its own line."""
     from replyguard.bootstrap import WorkspaceMissing
 
-    instance = opts(ctx).app(running_clock=running_clock)
+    instance = opts(ctx).app(running_clock=running_clock, worker=worker)
     missing = missing_sqlite_file(instance)
     if missing is not None:
         instance.close()
@@ -283,7 +284,7 @@ def worker(
     from replyguard.entrypoints.stopping import GRACE, LIMIT, StopSignals, wind_down
     from replyguard.service_layer.sending.worker import SendLine, Worker, run_forever
 
-    instance = open_app(ctx, running_clock=not once)
+    instance = open_app(ctx, running_clock=not once, worker=True)
     try:
         instance.transport  # noqa: B018 - the default transport's spec parses, or exit 2 now
     except ValueError as exc:

@@ -79,6 +79,13 @@ def mailbox_set(
     timezone: Annotated[
         str | None, typer.Option("--timezone", help="The zone whose days the cap counts.")
     ] = None,
+    max_connections: Annotated[
+        int | None,
+        typer.Option("--max-connections", help="Most SMTP connections open at once (0: no limit)."),
+    ] = None,
+    per_minute: Annotated[
+        int | None, typer.Option("--per-minute", help="Most emails in any minute (0: no limit).")
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Change a mailbox's settings, for every campaign that sends from it."""
@@ -87,12 +94,16 @@ def mailbox_set(
     from replyguard.entrypoints.cli.app import emit_json, fail, open_app, out
     from replyguard.service_layer.workspace.mailboxes import MailboxSettings, set_mailbox
 
-    if from_name is None and daily_cap is None and timezone is None:
-        fail("nothing to set: give --from-name, --daily-cap or --timezone", code=2)
+    wanted = MailboxSettings(from_name, daily_cap, timezone, max_connections, per_minute)
+    if wanted == MailboxSettings():
+        fail(
+            "nothing to set: give --from-name, --daily-cap, --timezone, --max-connections or --per-minute",
+            code=2,
+        )
     instance = open_app(ctx)
     try:
         with instance.uow() as uow:
-            changes = set_mailbox(uow, address, MailboxSettings(from_name, daily_cap, timezone))
+            changes = set_mailbox(uow, address, wanted)
             uow.commit()
     except (LookupError, CampaignSpecError, ScheduleError, ValueError) as exc:
         fail(str(exc))

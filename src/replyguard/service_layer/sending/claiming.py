@@ -13,6 +13,10 @@ The sequence invariants are enforced here, where a step becomes sendable:
   is handed over, on the settings as they are then (`send_guard.py`): a cap lowered since the
   claim gives the email back, and the next claim counts it here against the new cap.
 * a paused mailbox is not claimed from.
+* the mailbox's emails per minute: a claim counts the mailbox's emails claimed or in flight
+  now and those sent in the last minute (under the same mailbox row lock, in the statement
+  that counts the day's), and claims no more than its limit allows; the rest waits until the
+  oldest of that minute is a minute old.
 """
 
 from __future__ import annotations
@@ -20,12 +24,14 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Connection, and_, bindparam, exists, func, select, update
+from sqlalchemy import Connection, and_, bindparam, case, exists, func, or_, select, update
 
+from replyguard.domain.clock import ensure_aware
 from replyguard.domain.schedule import SendWindow, Wait, load_zone, local_day, next_day_start, plan_due
 from replyguard.domain.states import LETS_NEXT_GO, EnrollmentState, ReplyState, StepState, step_move
 from replyguard.service_layer.sending.worker_base import (
@@ -117,7 +123,9 @@ class Claimer:
                 return []
             # AUDIT: a canary's claim is the audit's own email to the team: no cap, no spacing.
             spacing = {} if audit else self._spacing(conn, rows)
-            usage, caps = ({}, {}) if audit else self._mailbox_usage(conn, {r.mailbox_id for r in rows}, now)
+            usage, caps, rates = (
+                ({}, {}, {}) if audit else self._mailbox_usage(conn, {r.mailbox_id for r in rows}, now)
+            )
             claims: list[Claim] = []
             claim_rows: list[dict[str, Any]] = []
             deferrals: list[dict[str, Any]] = []
@@ -134,13 +142,16 @@ class Claimer:
                     deferrals.append({"sid": row.id, "due": later})
                     continue
                 day, cap, mb_zone = caps[row.mailbox_id]
-                if usage[row.mailbox_id] >= cap:
-                    # Over the cap: wait for the mailbox's next day, inside the lead's window.
-                    later = window.next_open(max(now, next_day_start(now, mb_zone)), zone)
+                rate = rates[row.mailbox_id]
+                later = self._over_limits(now, window, zone, mb_zone, usage[row.mailbox_id] >= cap, rate)
+                if later is not None:
                     deferrals.append({"sid": row.id, "due": later})
                     continue
                 usage[row.mailbox_id] += 1
-                claim = Claim(row.id, row.lead_id, uuid.uuid4().hex, row.mailbox_id, day, cap)
+                rate.in_minute += 1
+                claim = Claim(
+                    row.id, row.lead_id, uuid.uuid4().hex, row.mailbox_id, day, cap, rate.connections
+                )
                 claims.append(claim)
                 claim_rows.append({"sid": claim.step_id, "tok": claim.token, "day": day})
             if deferrals:
@@ -203,22 +214,70 @@ class Claimer:
             return window.next_open(now, zone)
         return None
 
+    @staticmethod
+    def _over_limits(
+        now: datetime, window: SendWindow, zone: ZoneInfo, mb_zone: ZoneInfo, capped: bool, rate: _Rate
+    ) -> datetime | None:
+        """None if the mailbox may take one more email now; otherwise when it may."""
+        if capped:
+            # Over the cap: wait for the mailbox's next day, inside the lead's window.
+            return window.next_open(max(now, next_day_start(now, mb_zone)), zone)
+        if rate.per_minute is not None and rate.in_minute >= rate.per_minute:
+            # Over the minute's limit: wait until the oldest send of the minute is a minute
+            # old (or a second, when the minute's are all still in flight).
+            return window.next_open(rate.free_at(now), zone)
+        return None
+
     def _mailbox_usage(
         self, conn: Connection, mailbox_ids: set[int], now: datetime
-    ) -> tuple[dict[int, int], dict[int, tuple[Any, int, Any]]]:
-        """Sends counted against each mailbox's cap today, under a lock on the mailbox rows."""
-        query = select(MB.c.id, MB.c.daily_cap, MB.c.timezone).where(MB.c.id.in_(sorted(mailbox_ids)))
+    ) -> tuple[dict[int, int], dict[int, tuple[Any, int, Any]], dict[int, _Rate]]:
+        """Sends counted against each mailbox's cap today and against its minute, under a lock
+        on the mailbox rows."""
+        query = select(MB.c.id, MB.c.daily_cap, MB.c.timezone, MB.c.max_connections, MB.c.per_minute).where(
+            MB.c.id.in_(sorted(mailbox_ids))
+        )
         if self.ctx.postgres:
             query = query.order_by(MB.c.id).with_for_update()
         caps: dict[int, tuple[Any, int, Any]] = {}
         usage: dict[int, int] = {}
+        rates: dict[int, _Rate] = {}
+        minute_ago = now - MINUTE
+        # In the minute: claimed or in flight now, or sent less than a minute ago.
+        in_minute = or_(S.c.state.in_(_IN_FLIGHT), S.c.sent_at > minute_ago)
         for mb in conn.execute(query):
             zone = load_zone(mb.timezone)
             day = local_day(now, zone)
             caps[mb.id] = (day, mb.daily_cap, zone)
-            usage[mb.id] = conn.execute(
-                select(func.count())
+            counted = conn.execute(
+                select(
+                    func.count(),
+                    func.count(case((in_minute, 1))),
+                    func.min(case((S.c.sent_at > minute_ago, S.c.sent_at))),
+                )
                 .select_from(S)
                 .where(S.c.mailbox_id == mb.id, S.c.send_day == day, S.c.state.in_(_USING_SLOT))
-            ).scalar_one()
-        return usage, caps
+            ).one()
+            usage[mb.id] = counted[0]
+            rates[mb.id] = _Rate(mb.per_minute, counted[1], counted[2], mb.max_connections)
+        return usage, caps, rates
+
+
+#: The window of a mailbox's `per_minute` limit.
+MINUTE = timedelta(minutes=1)
+_IN_FLIGHT = [StepState.CLAIMED, StepState.SENDING]
+
+
+@dataclass(slots=True)
+class _Rate:
+    """A mailbox's limits per minute and per connection, and its minute's use so far."""
+
+    per_minute: int | None
+    in_minute: int
+    oldest: datetime | None  # the earliest send of the last minute
+    connections: int | None
+
+    def free_at(self, now: datetime) -> datetime:
+        """When the minute has room again: the oldest send of it, a minute later."""
+        if self.oldest is None:
+            return now + timedelta(seconds=1)
+        return max(ensure_aware(self.oldest) + MINUTE, now + timedelta(milliseconds=10))

@@ -16,17 +16,18 @@ is `send_record.py`.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, update
+from sqlalchemy import Connection, column, literal, select, update, values
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import SQLAlchemyError
 
 from replyguard.adapters.transports.base import Delivery, Outcome, Transport
-from replyguard.domain.outgoing import OutgoingEmail
+from replyguard.domain.outgoing import OutgoingEmail, message_bytes
 from replyguard.domain.send_policy import SendCheck, SendLimits, Stale, limits_deferral, recheck
 from replyguard.domain.smtp_answers import Blame
 from replyguard.domain.states import CANCELLABLE, EnrollmentState, StepState, check_step_move, step_move
@@ -81,15 +82,17 @@ class SendGuard:
         one marker commit and one record commit; each email is still handed over on its own.
         """
         results: dict[int, str] = {}
+        handed: dict[int, OutgoingEmail] = {}
         try:
             if self.ctx.stopping():
                 self._give_back(claims, results)
             else:
                 guarded = self._batch_holding_locks if self.ctx.postgres else self._batch_commit_then_call
-                guarded(claims, results)
+                guarded(claims, results, handed)
         except SQLAlchemyError as exc:
             # Steps keep their claim or marker; recovery decides after the lease.
             log.warning("database error during a send batch: %s", exc.__class__.__name__)
+        self._copy_to_sent(claims, results, handed)
         ordered = [results.get(c.step_id, "error") for c in claims]
         for result in ordered:
             _count(report, result)
@@ -115,7 +118,22 @@ class SendGuard:
         for claim in claims:
             results[claim.step_id] = "given_back" if claim.step_id in back else "stale"
 
-    def _batch_holding_locks(self, claims: list[Claim], results: dict[int, str]) -> None:
+    def _copy_to_sent(
+        self, claims: list[Claim], results: dict[int, str], handed: dict[int, OutgoingEmail]
+    ) -> None:
+        """After the record committed, outside every lock: a copy of each sent email in its
+        mailbox's Sent folder, where the provider keeps none itself (`sent_folder_for`)."""
+        for claim in claims:
+            email = handed.get(claim.step_id)
+            if email is None or results.get(claim.step_id) != "sent":
+                continue
+            folder = self.ctx.sent_folder_for(claim.mailbox_id)
+            if folder is not None:
+                folder.append(message_bytes(email), email.date)
+
+    def _batch_holding_locks(
+        self, claims: list[Claim], results: dict[int, str], handed: dict[int, OutgoingEmail]
+    ) -> None:
         ctx = self.ctx
         deliveries: list[tuple[Claim, Handed]] = []
         with ctx.engine.connect() as conn:
@@ -131,6 +149,7 @@ class SendGuard:
                 ctx.app.hooks.at("after_marker")
                 paused: set[int | None] = set()
                 for claim, email, limits in go:
+                    handed[claim.step_id] = email
                     check = self._still_locked(conn, claim)
                     deliveries.append((claim, self._deliver(claim, email, limits, check, paused)))
                     ctx.app.hooks.at("after_transport")
@@ -150,7 +169,9 @@ class SendGuard:
         log.warning("database session lost during a send batch; recording with a new one")
         self._record_fresh(deliveries, results)
 
-    def _batch_commit_then_call(self, claims: list[Claim], results: dict[int, str]) -> None:
+    def _batch_commit_then_call(
+        self, claims: list[Claim], results: dict[int, str], handed: dict[int, OutgoingEmail]
+    ) -> None:
         ctx = self.ctx
         with ctx.engine.connect() as conn, conn.begin():
             go = self._recheck_many(conn, claims, results)
@@ -162,6 +183,7 @@ class SendGuard:
         deliveries: list[tuple[Claim, Handed]] = []
         paused: set[int | None] = set()
         for claim, email, limits in go:
+            handed[claim.step_id] = email
             check = self._not_cancelled(claim)
             deliveries.append((claim, self._deliver(claim, email, limits, check, paused)))
             ctx.app.hooks.at("after_transport")
@@ -260,7 +282,8 @@ class SendGuard:
                 aborted.append(exc)
                 raise
 
-        self.ctx.in_flight = transport
+        me = threading.get_ident()
+        self.ctx.in_flight[me] = transport
         try:
             delivery = transport.send(email, before_commit=hook)
         except Exception as exc:
@@ -388,54 +411,109 @@ class SendGuard:
         any byte leaves. Also stores each Message-ID first, so an instant reply still matches."""
         ctx = self.ctx
         now = ctx.now()
-        marked: dict[int, int] = dict(
-            conn.execute(
-                update(S)
-                .where(
-                    S.c.id.in_([c.step_id for c, _, _ in go]),
-                    S.c.claim_token.in_([c.token for c, _, _ in go]),
-                    in_states(S.c.state, step_move(StepState.CLAIMED, StepState.SENDING)),
-                )
-                .values(
-                    state=StepState.SENDING,
-                    attempts=S.c.attempts + 1,
-                    lease_until=now + ctx.app.settings.lease,
-                    updated_at=now,
-                )
-                .returning(S.c.id, S.c.attempts)
-            ).all()
-        )
-        handed = [
-            {
-                "workspace_id": ctx.ws,
-                "step_id": c.step_id,
-                "lead_id": c.lead_id,
-                "message_id": e.message_id,
-                "to_address": e.to_address,
-                "subject": e.subject,
-                "status": "handed",
-                "handed_at": now,
-            }
-            for c, e, _ in go
-            if c.step_id in marked
-        ]
-        if handed:
-            # One row per step: a retry or a person's resend updates the first attempt's row
-            # (the snapshot may have been rendered again in between).
-            insert = pg_insert(OUT) if ctx.postgres else sqlite_insert(OUT)
-            conn.execute(
-                insert.on_conflict_do_update(
-                    index_elements=[OUT.c.step_id],
-                    set_={
-                        "status": "handed",
-                        "handed_at": insert.excluded.handed_at,
-                        "to_address": insert.excluded.to_address,
-                        "subject": insert.excluded.subject,
-                    },
-                ),
-                handed,
+        marker = (
+            update(S)
+            .where(
+                S.c.id.in_([c.step_id for c, _, _ in go]),
+                S.c.claim_token.in_([c.token for c, _, _ in go]),
+                in_states(S.c.state, step_move(StepState.CLAIMED, StepState.SENDING)),
             )
+            .values(
+                state=StepState.SENDING,
+                attempts=S.c.attempts + 1,
+                lease_until=now + ctx.app.settings.lease,
+                updated_at=now,
+            )
+            .returning(S.c.id)
+        )
+        if ctx.postgres:
+            marked = self._mark_in_one_statement(conn, marker, go, now)
+        else:
+            marked = set(conn.execute(marker).scalars())
+            handed = [self._handed_row(c, e, now) for c, e, _ in go if c.step_id in marked]
+            if handed:
+                insert = sqlite_insert(OUT)
+                conn.execute(
+                    insert.on_conflict_do_update(index_elements=[OUT.c.step_id], set_=_rehand(insert)), handed
+                )
         for claim, _, _ in go:
             if claim.step_id not in marked:
                 results[claim.step_id] = "stale"
         return [item for item in go if item[0].step_id in marked]
+
+    def _handed_row(self, claim: Claim, email: OutgoingEmail, now: datetime) -> dict[str, Any]:
+        return {
+            "workspace_id": self.ctx.ws,
+            "step_id": claim.step_id,
+            "lead_id": claim.lead_id,
+            "message_id": email.message_id,
+            "to_address": email.to_address,
+            "subject": email.subject,
+            "status": "handed",
+            "handed_at": now,
+        }
+
+    def _mark_in_one_statement(self, conn: Connection, marker: Any, go: list[_Go], now: datetime) -> set[int]:
+        """PostgreSQL: the marker and the outbound rows in one statement (one round trip):
+        `WITH marked AS (UPDATE steps … RETURNING id) INSERT INTO outbound_messages … SELECT`
+        the rows of the steps it marked, upserted as on SQLite. Returns the marked ids."""
+        marked = marker.cte("marked")
+        rows = values(
+            column("step_id", OUT.c.step_id.type),
+            column("lead_id", OUT.c.lead_id.type),
+            column("message_id", OUT.c.message_id.type),
+            column("to_address", OUT.c.to_address.type),
+            column("subject", OUT.c.subject.type),
+            name="handed",
+        ).data([(c.step_id, c.lead_id, e.message_id, e.to_address, e.subject) for c, e, _ in go])
+        source = select(
+            literal(self.ctx.ws, OUT.c.workspace_id.type),
+            rows.c.step_id,
+            rows.c.lead_id,
+            rows.c.message_id,
+            rows.c.to_address,
+            rows.c.subject,
+            literal("handed", OUT.c.status.type),
+            literal(now, OUT.c.handed_at.type),
+        ).select_from(rows.join(marked, marked.c.id == rows.c.step_id))
+        insert = pg_insert(OUT)
+        columns = [
+            "workspace_id",
+            "step_id",
+            "lead_id",
+            "message_id",
+            "to_address",
+            "subject",
+            "status",
+            "handed_at",
+        ]
+        statement = (
+            insert.from_select(columns, source)
+            .on_conflict_do_update(index_elements=[OUT.c.step_id], set_=_rehand(insert))
+            .returning(OUT.c.step_id)
+            .add_cte(marked)
+        )
+        return set(conn.execute(statement).scalars())
+
+
+_HANDED_COLUMNS = [
+    "workspace_id",
+    "step_id",
+    "lead_id",
+    "message_id",
+    "to_address",
+    "subject",
+    "status",
+    "handed_at",
+]
+
+
+def _rehand(insert: Any) -> dict[str, Any]:
+    """One outbound row per step: a retry or a person's resend updates the first attempt's row
+    (the snapshot may have been rendered again in between)."""
+    return {
+        "status": "handed",
+        "handed_at": insert.excluded.handed_at,
+        "to_address": insert.excluded.to_address,
+        "subject": insert.excluded.subject,
+    }

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import select
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from replyguard.adapters.transports.base import Interruptible, Transport
 from replyguard.service_layer.runtime import Runtime
@@ -48,6 +48,7 @@ from replyguard.service_layer.sending.claiming import Claimer
 from replyguard.service_layer.sending.recovery import Recovery
 from replyguard.service_layer.sending.send_guard import SendGuard
 from replyguard.service_layer.sending.send_record import Recorder
+from replyguard.service_layer.sending.slots import SendSlots
 from replyguard.service_layer.sending.worker_base import Claim, S, WorkerReport
 from replyguard.service_layer.sending.worker_context import WorkerContext
 
@@ -110,9 +111,12 @@ class Worker:
         then what the transport can tell — nothing handed over, or unknown — and the worker
         records it as usual before it returns."""
         self.ctx.interrupted = True
-        transport = self.ctx.in_flight or self.transport
-        if self._thread is not None and isinstance(transport, Interruptible):
-            transport.interrupt(self._thread)
+        in_flight = dict(self.ctx.in_flight)  # one copy: send slots may add to it meanwhile
+        threads = set(in_flight) | ({self._thread} if self._thread is not None else set())
+        for thread in threads:
+            transport = in_flight.get(thread) or self.transport
+            if isinstance(transport, Interruptible):
+                transport.interrupt(thread)
 
     def claim(
         self, report: WorkerReport, limit: int | None = None, *, only_lead: int | None = None
@@ -144,8 +148,18 @@ class Worker:
         if self.ctx.stopping():
             return report
         self.ctx.forget_transports()
-        report.resumed = self.resume_paused()
-        report.recovered = self.recover()
+        with self.ctx.reuse_scope():
+            report.resumed = self.resume_paused()
+            report.recovered = self.recover()
+            slots = self.app.settings.send_slots
+            if slots > 1:
+                SendSlots(self, slots).run(report, max_batches)
+            else:
+                self._run_serial(report, max_batches)
+        return report
+
+    def _run_serial(self, report: WorkerReport, max_batches: int | None) -> None:
+        """One send slot: claim, send each batch of the claim, claim again."""
         batches = 0
         while (max_batches is None or batches < max_batches) and not self.ctx.stopping():
             deferred = report.deferred
@@ -157,7 +171,7 @@ class Worker:
                     continue
                 break
             batches += 1
-            size = self.app.settings.send_batch or (10 if self._all_provable(claims) else 1)
+            size = self.batch_size(claims)
             for start in range(0, len(claims), size):
                 if self.ctx.stopping():
                     # The rest of the claim, all at once: no email of it waits for the others.
@@ -166,7 +180,10 @@ class Worker:
                     break
                 batch = claims[start : start + size]
                 self._told(batch, self.send_batch(batch, report))
-        return report
+
+    def batch_size(self, claims: list[Claim]) -> int:
+        """How many claimed emails share one re-check, marker and record (`send_batch`)."""
+        return self.app.settings.send_batch or (10 if self._all_provable(claims) else 1)
 
     def _all_provable(self, claims: list[Claim]) -> bool:
         """Whether every claimed email's transport can prove its outcome (a Maildir): only then
@@ -203,9 +220,12 @@ def run_forever(worker: Worker) -> WorkerReport:
             report = worker.run_once(max_batches=50)
         except SQLAlchemyError as exc:
             # The database went away (restart, failover, a terminated session): claims and
-            # markers are durable, so waiting and starting over loses nothing.
+            # markers are durable, so waiting and starting over loses nothing. A session that
+            # was found dead (the worker's engine does not ping before each checkout) has been
+            # dropped from the pool: start over at once, on a new one.
             log.warning("database error, retrying: %s", str(exc).splitlines()[0])
-            stop.wait(worker.app.settings.poll_interval * 5)
+            if not (isinstance(exc, DBAPIError) and exc.connection_invalidated):
+                stop.wait(worker.app.settings.poll_interval * 5)
             continue
         total.add(report)
         if report.claimed == 0:

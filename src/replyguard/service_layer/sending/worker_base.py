@@ -100,6 +100,9 @@ class Claim:
     #: That day's cap as the claim counted it; None for the audit's canary, which has no
     #: window and no cap (see claiming.py, AUDIT).
     cap: int | None = None
+    #: The mailbox's connection limit as the claim read it (None: no limit): how many of its
+    #: emails a worker's send slots may hand over at once (slots.py).
+    connections: int | None = None
 
 
 def in_states(column: ColumnElement[Any], states: Sequence[str]) -> ColumnElement[bool]:

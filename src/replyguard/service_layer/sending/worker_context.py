@@ -9,20 +9,21 @@ recorder it hands its results to.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, exists, select, update
 
-from replyguard.adapters.transports.base import Transport
+from replyguard.adapters.transports.base import Reusing, Transport
 from replyguard.domain.addresses import domain_of
 from replyguard.domain.message_ids import bounce_address, unsubscribe_token
 from replyguard.domain.outgoing import OutgoingEmail
 from replyguard.domain.schedule import SendWindow, load_zone
 from replyguard.domain.send_policy import SendLimits
 from replyguard.domain.states import OPEN, EnrollmentState, StepState, check_step_move, step_move
-from replyguard.service_layer.runtime import Runtime
+from replyguard.service_layer.runtime import Runtime, SentCopies
 from replyguard.service_layer.sending.holds import hold_for_person
 from replyguard.service_layer.sending.worker_base import _SEND_ROWS, EV, OUT, Claim, E, L, S, in_states
 
@@ -42,11 +43,19 @@ class WorkerContext:
         #: A transport given to the worker sends for every mailbox (tests, the audit); without
         #: one, each mailbox sends through its own (`transport_for`).
         self.fixed = transport
-        #: The transport of the email being handed over now (what `Worker.interrupt` cuts).
-        self.in_flight: Transport | None = None
+        #: The transport of the email each send slot (thread) is handing over now (what
+        #: `Worker.interrupt` cuts).
+        self.in_flight: dict[int, Transport] = {}
         # Each mailbox's transport, resolved once per claim (`forget_transports`): a changed
-        # account applies from the next claim on, and a send costs no read of its own.
+        # account applies from the next claim on, and a send costs no read of its own. Send
+        # slots resolve them from their own threads, hence the lock.
         self._transports: dict[int | None, Transport] = {}
+        self._transports_lock = threading.Lock()
+        self._sent_folders: dict[int | None, SentCopies | None] = {}
+        # The pass's connection-reuse scope (`reuse_scope`): each transport that can keep its
+        # connections open is entered once, on first use in the pass.
+        self._scope: ExitStack | None = None
+        self._entered: set[int] = set()
         self.ws = app.workspace_id
         self.postgres = app.postgres
         self.stop = stop or threading.Event()
@@ -65,16 +74,44 @@ class WorkerContext:
         """The transport that sends a mailbox's email: the given one, or the mailbox's own
         (its SMTP account when connected, the default transport otherwise). `conn`: read the
         mailbox through it (inside a transaction: on SQLite another connection would wait)."""
-        if self.fixed is not None:
-            return self.fixed
-        found = self._transports.get(mailbox_id)
-        if found is None:
-            found = self._transports[mailbox_id] = self.app.transport_for(mailbox_id, conn)
-        return found
+        with self._transports_lock:
+            found = self.fixed or self._transports.get(mailbox_id)
+            if found is None:
+                found = self._transports[mailbox_id] = self.app.transport_for(mailbox_id, conn)
+            if self._scope is not None and id(found) not in self._entered and isinstance(found, Reusing):
+                self._scope.enter_context(found.reusing())
+                self._entered.add(id(found))
+            return found
 
     def forget_transports(self) -> None:
         """Resolve each mailbox's transport again (a new claim: its account may have changed)."""
-        self._transports.clear()
+        with self._transports_lock:
+            self._transports.clear()
+            self._sent_folders.clear()
+
+    def sent_folder_for(self, mailbox_id: int | None) -> SentCopies | None:
+        """The mailbox's Sent folder to copy its sent emails to, or None (resolved once per
+        claim, like its transport). A worker given its own transport copies nothing."""
+        if self.fixed is not None:
+            return None
+        with self._transports_lock:
+            if mailbox_id not in self._sent_folders:
+                self._sent_folders[mailbox_id] = self.app.sent_folder_for(mailbox_id)
+            return self._sent_folders[mailbox_id]
+
+    @contextmanager
+    def reuse_scope(self) -> Iterator[None]:
+        """One pass of the worker: the connections its transports open stay open for the next
+        email of the pass (SMTP: RSET between messages), and are closed when it ends, so an
+        idle worker holds none."""
+        with ExitStack() as stack:
+            with self._transports_lock:
+                self._scope, self._entered = stack, set()
+            try:
+                yield
+            finally:
+                with self._transports_lock:
+                    self._scope = None
 
     def now(self) -> datetime:
         return self.app.clock.now()

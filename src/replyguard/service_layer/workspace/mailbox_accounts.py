@@ -118,6 +118,11 @@ def _with_user(url: str, user: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{quote(user, safe='')}@{parts.netloc}"))
 
 
+def with_password(url: str, password: str) -> str:
+    """`url` (stored without its password) with the password put back, for a connection."""
+    return _with_password(url, password)
+
+
 def _with_password(url: str, password: str) -> str:
     parts = urlsplit(url)
     user, _, host = parts.netloc.rpartition("@")

@@ -41,6 +41,13 @@ class MailboxSettings:
     from_name: str | None = None
     daily_cap: int | None = None
     timezone: str | None = None
+    #: 0 removes the limit.
+    max_connections: int | None = None
+    per_minute: int | None = None
+
+
+#: Limits a person can remove (0 is stored as no limit).
+_LIMITS = ("max_connections", "per_minute")
 
 
 def find_mailbox(uow: UnitOfWork, address: str) -> m.Mailbox:
@@ -67,16 +74,29 @@ def campaigns_of(uow: UnitOfWork, mailbox_id: int) -> list[str]:
 
 def disagreements(mailbox: m.Mailbox, wanted: MailboxSettings) -> dict[str, tuple[Any, Any]]:
     """Settings a file states that differ from the mailbox's: {name: (mailbox's, file's)}."""
-    current = {"from_name": mailbox.from_name, "daily_cap": mailbox.daily_cap, "timezone": mailbox.timezone}
-    return {
-        name: (current[name], value)
-        for name, value in vars_of(wanted).items()
-        if value is not None and value != current[name]
+    current = {
+        "from_name": mailbox.from_name,
+        "daily_cap": mailbox.daily_cap,
+        "timezone": mailbox.timezone,
+        "max_connections": mailbox.max_connections,
+        "per_minute": mailbox.per_minute,
     }
+    wanted_values = {
+        name: (None if name in _LIMITS and value == 0 else value)
+        for name, value in vars_of(wanted).items()
+        if value is not None
+    }
+    return {name: (current[name], value) for name, value in wanted_values.items() if value != current[name]}
 
 
 def vars_of(settings: MailboxSettings) -> dict[str, Any]:
-    return {"from_name": settings.from_name, "daily_cap": settings.daily_cap, "timezone": settings.timezone}
+    return {
+        "from_name": settings.from_name,
+        "daily_cap": settings.daily_cap,
+        "timezone": settings.timezone,
+        "max_connections": settings.max_connections,
+        "per_minute": settings.per_minute,
+    }
 
 
 def set_mailbox(uow: UnitOfWork, address: str, settings: MailboxSettings) -> dict[str, tuple[Any, Any]]:
@@ -99,6 +119,10 @@ def set_mailbox(uow: UnitOfWork, address: str, settings: MailboxSettings) -> dic
 def _validate(settings: MailboxSettings) -> None:
     if settings.daily_cap is not None and settings.daily_cap < 1:
         raise CampaignSpecError(f"daily cap must be at least 1, got {settings.daily_cap}")
+    for name in _LIMITS:
+        value = getattr(settings, name)
+        if value is not None and not 0 <= value <= 100_000:
+            raise CampaignSpecError(f"{name.replace('_', ' ')} must be 0 (no limit) to 100000, got {value}")
     if settings.from_name is not None:
         if not settings.from_name.strip():
             raise CampaignSpecError("the sender name may not be empty")

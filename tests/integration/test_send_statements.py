@@ -1,0 +1,49 @@
+"""The send path's statements, counted by an engine listener on the real `Worker.run_once()`
+(issue 25): a change that adds a statement to the guarded send fails here until the expected
+count is updated on purpose (and docs/benchmarks.md says why). `bench/send_statements.py`
+prints the same counts per email for larger runs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+from bench.send_statements import CheckingNull, Counter
+from sqlalchemy import event
+
+from replyguard.bootstrap import App
+from replyguard.domain.clock import FixedClock
+from replyguard.service_layer.sending.worker import Worker
+from tests.support.scenario import simple_workspace
+
+EMAILS = 20  # one claim's worth (claim_batch), one email per lead
+
+#: (statements, commits, statements of the last checks before DATA) for EMAILS emails: the
+#: pass's recovery and resume reads, one claim, each batch's re-check, marker and record, and
+#: the final claim that finds nothing.
+EXPECTED = {
+    ("postgresql", 1): (167, 42, 20),  # 8.35 statements and 2.1 commits per email
+    ("postgresql", 10): (41, 6, 20),
+    ("sqlite", 1): (271, 62, 40),  # the last check is its own BEGIN IMMEDIATE and read
+    ("sqlite", 10): (73, 26, 40),
+}
+
+
+@pytest.mark.parametrize("batch", [1, 10])
+def test_the_send_path_makes_exactly_the_expected_statements(app: App, clock: FixedClock, batch: int) -> None:
+    clock.advance(timedelta(hours=4))  # Monday 10:00 UTC, inside the window
+    simple_workspace(app, EMAILS)
+    app.settings = replace(app.settings, send_batch=batch)
+    counter = Counter()
+    event.listen(app.engine, "before_cursor_execute", counter.statement)
+    event.listen(app.engine, "commit", counter.commit)
+    transport = CheckingNull(counter)
+    try:
+        report = Worker(app, transport).run_once()
+    finally:
+        event.remove(app.engine, "before_cursor_execute", counter.statement)
+        event.remove(app.engine, "commit", counter.commit)
+    assert report.sent == transport.sent == EMAILS, report
+    counted = (counter.statements, counter.commits, transport.check_statements)
+    assert counted == EXPECTED[(app.engine.dialect.name, batch)]
