@@ -18,11 +18,12 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from replyguard.domain.access import Capability
-from replyguard.domain.campaign_spec import CampaignSpecError
+from replyguard.domain.campaign_spec import CampaignSpecError, parse_campaign
 from replyguard.domain.states import IllegalTransition
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
+from replyguard.service_layer.queries import NotFound
 from replyguard.service_layer.queries import campaigns as q
 from replyguard.service_layer.workspace.campaign_changes import Change, apply_update, plan_update
 from replyguard.service_layer.workspace.campaign_status import set_campaign_status
@@ -89,6 +90,8 @@ def _status_routes(ctx: WebContext, guards: Guards) -> APIRouter:
         app = ctx.app_for(who.workspace_id)
         try:
             sent = send_test(app, campaign_id, position, lead_id, to=who.email, by=who.email)
+        except NotFound:
+            raise  # another workspace's campaign, or none: the 404 page
         except (SendTestRefused, LookupError) as exc:
             flash(ctx, who, f"No test sent: {exc}.", "error")
             return back(campaign_id, "#steps")
@@ -140,13 +143,14 @@ def _edit_routes(ctx: WebContext, guards: Guards) -> APIRouter:
             # Every template is trial-rendered here, with no transaction open (issue 21).
             with ctx.trial_renders:
                 checked = check_campaign(text, fields)
-            with ctx.scoped.read(who.workspace_id) as uow:
-                plan = plan_update(uow, checked)
-            if plan.name != name:
+            named = parse_campaign(checked.source, set(fields), trial=False).name
+            if named != name:  # before anything is compared with the campaign the file names
                 raise CampaignSpecError(
-                    f"campaign.name: this page edits {name!r}; the file names {plan.name!r}"
+                    f"campaign.name: this page edits {name!r}; the file names {named!r}"
                     " (a campaign keeps its name: create a new one for another)"
                 )
+            with ctx.scoped.read(who.workspace_id) as uow:
+                plan = plan_update(uow, checked)
             if not plan.changes:
                 flash(ctx, who, "Nothing to change: the file is the campaign as it is.")
                 return back(campaign_id)
