@@ -53,6 +53,7 @@ class StepTemplate:
     subject: str | None
     body: str
     approval: bool
+    retired: bool = False  # removed by an edit: kept for the emails it sent, not for new ones
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +218,10 @@ def campaign_detail(uow: UnitOfWork, campaign_id: int) -> CampaignDetail:
         status=c.status,
         created_at=c.created_at,
         source=c.source,
-        steps=[StepTemplate(t.position, t.wait_seconds, t.subject, t.body, t.approval) for t in templates],
+        steps=[
+            StepTemplate(t.position, t.wait_seconds, t.subject, t.body, t.approval, t.retired_at is not None)
+            for t in templates
+        ],
         enrolled=enrolled,
         queue=queue,
     )

@@ -49,7 +49,8 @@ def set_campaign_status(uow: UnitOfWork, campaign_id: int, action: str, *, by: s
     check_campaign_move(campaign.status, target)
     campaign.status = target
     cancelled = _cancel_queued(uow, campaign) if target is CampaignStatus.ARCHIVED else 0
-    uow.add_event(f"campaign_{target}", campaign=campaign.name, by=by, cancelled=cancelled)
+    event = {"pause": "campaign_paused", "resume": "campaign_resumed", "archive": "campaign_archived"}[action]
+    uow.add_event(event, campaign=campaign.name, by=by, cancelled=cancelled)
     uow.session.flush()
     return StatusChanged(campaign.id, campaign.name, campaign.status, cancelled)
 
