@@ -166,3 +166,24 @@ def test_archive_without_javascript_waits_for_its_box(campaign_site: CampaignSit
     # Nothing is queued any more: the queue opens on the first tab with steps in it.
     expect(page.locator("#queue .tabs a.current")).to_contain_text("sent")
     context.close()
+
+
+def test_the_new_campaign_form_shows_a_new_mailbox_fields_only_when_asked(
+    campaign_site: CampaignSite, browser: Browser
+) -> None:
+    site = campaign_site
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    sign_in(page, site.base)
+    page.goto(f"{site.base}/campaigns/new?tab=form")
+    expect(page.locator("#mailbox-settings li[data-mailbox='sam@atlas.test']")).to_contain_text(
+        "at most 40 a day"
+    )
+    fresh = page.locator("fieldset.new-mailbox")
+    expect(fresh).to_be_hidden()  # an existing mailbox is picked: its own settings apply
+    page.select_option("#mailbox_pick", label="A new mailbox (fill in below)")
+    expect(fresh).to_be_visible()
+    page.locator("#add-step").click()  # one more step row, the form kept as it was
+    expect(page.locator("fieldset.step-row")).to_have_count(3)
+    expect(page.locator("#mailbox_pick")).to_have_value(" new ")
+    context.close()
