@@ -106,6 +106,12 @@ BAD: dict[str, list[Case]] = {
         case("campaign", "update", "other.toml", "--yes"),  # a campaign that does not exist
     ],
     "campaign list": [case("--workspace", "nope", "campaign", "list")],
+    "campaign pause": [case("campaign", "pause", "No such campaign")],
+    "campaign resume": [case("campaign", "resume", CAMPAIGN)],  # active: nothing to resume
+    "campaign archive": [
+        case("campaign", "archive", "No such campaign", "--yes"),
+        case("campaign", "archive", CAMPAIGN, stdin="n\n"),  # asked, and said no
+    ],
     "mailbox list": [case("--workspace", "nope", "mailbox", "list")],
     "mailbox set": [
         case("mailbox", "set", "nobody@nowhere.test", "--daily-cap", "10"),

@@ -232,3 +232,15 @@ def test_campaign_list_shows_each_campaign_with_its_mailbox(app: App) -> None:
     assert (listed["A"]["daily_cap"], listed["A"]["from_name"], listed["A"]["steps"]) == (40, "Rep", 3)
     assert listed["A"]["enrollments"] == {"active": 1} and listed["B"]["enrollments"] == {}
     assert listed["A"]["step_states"] == {"scheduled": 3}
+
+
+def test_every_mailbox_setting_that_differs_is_named_at_once(app: App) -> None:
+    """Fixing one field to meet the next refusal was the old way: all of them, in one line."""
+    _create(app, campaign_file("A", cap=100))
+    with pytest.raises(CampaignSpecError) as info, app.uow() as uow:
+        create_campaign(uow, campaign_file("B", cap=50, from_name="Sam"))
+    message = str(info.value)
+    assert "campaign.from_name: this file says 'Sam', but the mailbox rep@seller.test has 'Rep'" in message
+    assert "campaign.daily_cap: this file says 50, but the mailbox rep@seller.test has 100" in message
+    assert "replyguard mailbox set rep@seller.test --from-name Sam --daily-cap 50" in message
+    assert "\n" not in message

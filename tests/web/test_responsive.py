@@ -52,8 +52,9 @@ def site(sqlite_template: Path, tmp_path: Path) -> Iterator[tuple[str, App]]:
 
 
 def pages(page: Page, base: str) -> list[tuple[str, str]]:
-    """(name, path) of every page of the navigation, a thread, a campaign, a lead, an audit run
-    and the page that starts an audit."""
+    """(name, path) of every page of the navigation, a thread, a campaign (with a preview, and
+    its edit page), a lead, an audit run, the page that starts an audit, and the new-campaign
+    form."""
     page.goto(f"{base}/inbox")
     found = [
         ((a.text_content() or "").strip(), a.get_attribute("href") or "")
@@ -77,6 +78,10 @@ def pages(page: Page, base: str) -> list[tuple[str, str]]:
         )
         assert href, f"no {kind} linked from {listing}"
         links.append(("audit-run" if kind == "audit" else kind, href[0]))
+    campaign = dict(links)["campaign"]
+    # A campaign's own pages: a step previewed for a lead, and its edit page.
+    links += [("campaign-preview", f"{campaign}?step=1"), ("campaign-edit", f"{campaign}/edit")]
+    links.append(("new-campaign-form", "/campaigns/new?tab=form"))
     return links
 
 

@@ -74,6 +74,8 @@ FORMS: dict[str, dict[str, str]] = {
     "/threads/{thread_id}/decide": {"action": "stop"},
     "/threads/{thread_id}/send": {"body": "Hello from another workspace"},
     "/settings/users/{user_id}/role": {"role": "member"},
+    "/campaigns/{campaign_id}/archive": {"sure": "1"},
+    "/campaigns/{campaign_id}/test-send": {"position": "1"},
 }
 
 

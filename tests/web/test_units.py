@@ -221,3 +221,23 @@ def test_an_unknown_zone_is_one_clear_error() -> None:
     now = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)
     with pytest.raises(BadDecision, match="unknown time zone 'Mars/Olympus'"):
         decision_request("snooze", "ann@alpha.test", now, until_at="2026-12-09T09:00", zone="Mars/Olympus")
+
+
+def test_a_small_count_is_a_visible_bar_next_to_a_large_cap() -> None:
+    import re
+
+    from replyguard.entrypoints.web.svg import MIN_BAR, Series, stacked_bars
+
+    svg = str(stacked_bars(["a", "b"], [Series("campaign", "sent", [1, 0])], limit=100, title="t"))
+    heights = [float(h) for h in re.findall(r'<rect [^>]*height="([\d.]+)"', svg)]
+    assert heights == [MIN_BAR]  # 1 of 100 would be 1.3 units tall: too thin to see; 0 draws nothing
+    assert "a: 1 sent" in svg  # the exact count is in the bar's title
+
+
+def test_the_form_has_as_many_step_rows_as_it_said() -> None:
+    from replyguard.entrypoints.web.pages.campaign_new import MAX_FORM_STEPS, step_count
+
+    assert step_count({}) == 2
+    assert step_count({"steps": "7"}) == 7
+    assert step_count({"step9_body": "x"}) == 9
+    assert step_count({"steps": "100000"}) == MAX_FORM_STEPS

@@ -43,7 +43,9 @@ def _s(value: str) -> str:
 
 def campaign_toml(f: CampaignFields) -> str:
     """The TOML of the form. Steps with an empty body are left out (unused rows of the form);
-    a cap that is not a number is written as text, so that the parser names the field."""
+    a cap that is not a number is written as text, so that the parser names the field. An
+    empty sender name or cap is left out: an existing mailbox's own settings apply (a new
+    mailbox needs them, and the parser says so)."""
     cap = f.daily_cap.strip()
     lines = [
         f"product = {_s(f.product.strip())}",
@@ -51,12 +53,12 @@ def campaign_toml(f: CampaignFields) -> str:
         "[campaign]",
         f"name = {_s(f.name.strip())}",
         f"mailbox = {_s(f.mailbox.strip())}",
-        f"from_name = {_s(f.from_name.strip())}",
+        *([f"from_name = {_s(f.from_name.strip())}"] if f.from_name.strip() else []),
         f"owner = {_s(f.owner.strip())}",
         f"timezone = {_s(f.timezone.strip())}",
         f"send_window = {{ days = [{', '.join(_s(d) for d in f.days)}], "
         f"start = {_s(f.start.strip())}, end = {_s(f.end.strip())} }}",
-        f"daily_cap = {cap if cap.isdigit() else _s(cap)}",
+        *([f"daily_cap = {cap if cap.isdigit() else _s(cap)}"] if cap else []),
     ]
     for step in f.steps:
         if not step.body.strip():

@@ -1,4 +1,5 @@
-"""`replyguard campaign create|update|list`: campaigns from their TOML files.
+"""`replyguard campaign create|update|pause|resume|archive|list`: campaigns from their TOML
+files, and their status.
 
 `create` refuses a file whose mailbox settings differ from the mailbox's (they belong to the
 mailbox: `replyguard mailbox set`) and tries every template on a sample lead first. `update`
@@ -149,6 +150,55 @@ def _confirm(question: str, *, on_stderr: bool) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
+CampaignName = Annotated[str, typer.Argument(help="The campaign's name (`campaign list` shows them).")]
+
+
+def _set_status(ctx: typer.Context, name: str, action: str) -> None:
+    from replyguard.domain.states import IllegalTransition
+    from replyguard.entrypoints.cli.app import fail, open_app, out
+    from replyguard.service_layer.workspace.campaign_status import set_campaign_status
+    from replyguard.service_layer.workspace.campaigns import find_campaign
+    from replyguard.settings import acting_user
+
+    instance = open_app(ctx)
+    try:
+        with instance.uow() as uow:
+            done = set_campaign_status(uow, find_campaign(uow, name).id, action, by=acting_user())
+            uow.commit()
+    except LookupError as exc:
+        fail(str(exc), code=2)
+    except IllegalTransition as exc:
+        fail(f"campaign {name!r}: {exc}")
+    cancelled = f"; {done.cancelled} queued emails cancelled" if action == "archive" else ""
+    out.print(f"campaign [bold]{escape(done.name)}[/] {done.status}{cancelled}", markup=True)
+
+
+@campaign_app.command("pause")
+def campaign_pause(ctx: typer.Context, name: CampaignName) -> None:
+    """Pause a campaign: nothing of it is sent until `campaign resume` (queued emails wait)."""
+    _set_status(ctx, name, "pause")
+
+
+@campaign_app.command("resume")
+def campaign_resume(ctx: typer.Context, name: CampaignName) -> None:
+    """Resume a paused campaign: its queued emails go out in the send window."""
+    _set_status(ctx, name, "resume")
+
+
+@campaign_app.command("archive")
+def campaign_archive(
+    ctx: typer.Context,
+    name: CampaignName,
+    yes: Annotated[bool, typer.Option("--yes", help="Archive without asking.")] = False,
+) -> None:
+    """Archive a campaign for good: its queued emails are cancelled; no new leads, no changes."""
+    from replyguard.entrypoints.cli.app import fail
+
+    if not yes and not _confirm(f"Archive {name!r} and cancel its queued emails for good?", on_stderr=False):
+        fail("nothing changed")
+    _set_status(ctx, name, "archive")
+
+
 @campaign_app.command("list")
 def campaign_list(ctx: typer.Context, as_json: ListJson = False) -> None:
     """Every campaign with its mailbox, settings and how far its leads are."""
@@ -169,7 +219,7 @@ def campaign_list(ctx: typer.Context, as_json: ListJson = False) -> None:
         queued = sum(c["step_states"].get(s, 0) for s in ("scheduled", "awaiting_approval", "claimed"))
         paused = " (paused)" if c["mailbox_status"] != "active" else ""
         table.add_row(
-            c["name"],
+            c["name"] if c["status"] == "active" else f"{c['name']} ({c['status']})",
             c["product"],
             f"{c['mailbox']}{paused}",
             str(c["daily_cap"]),

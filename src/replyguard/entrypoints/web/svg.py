@@ -12,6 +12,8 @@ from markupsafe import Markup
 
 WIDTH, HEIGHT = 640, 160
 _TOP, _BOTTOM, _LEFT, _RIGHT = 12, 22, 34, 8
+#: The least height of a non-zero piece of a bar, in the chart's units (of HEIGHT).
+MIN_BAR = 4.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,16 +61,19 @@ def stacked_bars(
     ]
     for i, day in enumerate(labels):
         x = _LEFT + i * slot + (slot - bar_w) / 2
-        base = 0
+        bottom = y(0)
         for s in series:
             value = s.values[i]
             if value:
+                # A count of 1 against a cap of 100 is 1.3 px: too thin to see. Every non-zero
+                # piece is at least MIN_BAR tall (its <title> gives the exact count).
+                height = max(plot_h * value / top, MIN_BAR)
                 parts.append(
-                    f'<rect class="bar bar-{escape(s.name)}" x="{x:.1f}" y="{y(base + value):.1f}" '
-                    f'width="{bar_w:.1f}" height="{y(base) - y(base + value):.1f}">'
+                    f'<rect class="bar bar-{escape(s.name)}" x="{x:.1f}" y="{bottom - height:.1f}" '
+                    f'width="{bar_w:.1f}" height="{height:.1f}">'
                     f"<title>{escape(day)}: {value} {escape(s.label)}</title></rect>"
                 )
-            base += value
+                bottom -= height
     if limit:
         parts.append(
             f'<line class="limit" x1="{_LEFT}" y1="{y(limit):.1f}" x2="{WIDTH - _RIGHT}" y2="{y(limit):.1f}">'

@@ -9,7 +9,7 @@ from sqlalchemy import Select, func, select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.schedule import load_zone, local_day
-from replyguard.domain.states import ReplyState, StepState
+from replyguard.domain.states import ReplyKind, ReplyState, StepState
 from replyguard.service_layer.queries import NotFound, Page, bounds, paged
 from replyguard.service_layer.uow import UnitOfWork
 
@@ -53,6 +53,7 @@ class StepTemplate:
     subject: str | None
     body: str
     approval: bool
+    retired: bool = False  # removed by an edit: kept for the emails it sent, not for new ones
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +218,10 @@ def campaign_detail(uow: UnitOfWork, campaign_id: int) -> CampaignDetail:
         status=c.status,
         created_at=c.created_at,
         source=c.source,
-        steps=[StepTemplate(t.position, t.wait_seconds, t.subject, t.body, t.approval) for t in templates],
+        steps=[
+            StepTemplate(t.position, t.wait_seconds, t.subject, t.body, t.approval, t.retired_at is not None)
+            for t in templates
+        ],
         enrolled=enrolled,
         queue=queue,
     )
@@ -359,3 +363,119 @@ def sends_per_day(uow: UnitOfWork, campaign_id: int, *, days: int = 14) -> Sends
         mailbox.daily_cap,
         [DaySends(day, mine, total) for day, (mine, total) in sorted(counts.items())],
     )
+
+
+@dataclass(frozen=True, slots=True)
+class StepStats:
+    """What one step of the campaign did: emails sent, and the leads whose answer came after
+    this step (the last email of the campaign they had been sent when it arrived)."""
+
+    position: int
+    sent: int
+    replied: int
+    out_of_office: int
+    bounced: int
+
+    @property
+    def reply_rate(self) -> float | None:
+        """Replied leads per email sent, as a percentage (None: nothing sent yet)."""
+        return round(100.0 * self.replied / self.sent, 1) if self.sent else None
+
+
+_STAT_OF = {
+    ReplyKind.HUMAN_REPLY: "replied",
+    ReplyKind.OUT_OF_OFFICE: "out_of_office",
+    ReplyKind.BOUNCE_HARD: "bounced",
+    ReplyKind.BOUNCE_SOFT: "bounced",
+}
+
+
+def step_stats(uow: UnitOfWork, campaign_id: int) -> list[StepStats]:
+    """Per step of the campaign (retired ones too): sent, replied, out of office, bounced.
+
+    A reply, absence note or bounce is counted once per lead and kind, for the step whose
+    email the lead had been sent last (of this campaign) when it arrived: the email it answers.
+    """
+    c = _campaign(uow, campaign_id)
+    templates = list(
+        uow.session.execute(
+            select(m.CampaignStep.id, m.CampaignStep.position)
+            .where(m.CampaignStep.campaign_id == c.id)
+            .order_by(m.CampaignStep.position)
+        )
+    )
+    ids = [t for t, _ in templates]
+    sent = dict(
+        uow.session.execute(
+            select(m.Step.campaign_step_id, func.count())
+            .where(m.Step.campaign_step_id.in_(ids), m.Step.state == StepState.SENT)
+            .group_by(m.Step.campaign_step_id)
+        ).all()
+    )
+    answered = (
+        select(m.Step.campaign_step_id)
+        .where(
+            m.Step.lead_id == m.Reply.lead_id,
+            m.Step.campaign_step_id.in_(ids),
+            m.Step.state == StepState.SENT,
+            m.Step.sent_at <= m.Reply.received_at,
+        )
+        .order_by(m.Step.sent_at.desc(), m.Step.id.desc())
+        .limit(1)
+        .correlate(m.Reply)
+        .scalar_subquery()
+    )
+    enrolled = select(m.Enrollment.lead_id).where(m.Enrollment.campaign_id == c.id)
+    counted: dict[tuple[int, str], set[int]] = {}
+    for template_id, kind, lead_id in uow.session.execute(
+        select(answered, m.Reply.kind, m.Reply.lead_id)
+        .where(
+            m.Reply.workspace_id == uow.workspace_id,
+            m.Reply.lead_id.in_(enrolled),
+            m.Reply.kind.in_(list(_STAT_OF)),
+        )
+        .distinct()
+    ):
+        if template_id is not None:
+            counted.setdefault((template_id, _STAT_OF[kind]), set()).add(lead_id)
+    return [
+        StepStats(
+            position,
+            sent.get(template_id, 0),
+            *(len(counted.get((template_id, what), ())) for what in ("replied", "out_of_office", "bounced")),
+        )
+        for template_id, position in templates
+    ]
+
+
+def first_busy_state(queue: dict[str, int]) -> str:
+    """The queue tab a campaign page opens on: the first one with steps in it."""
+    return next((state for state in QUEUE if queue.get(state)), QUEUE[0])
+
+
+@dataclass(frozen=True, slots=True)
+class LeadChoice:
+    lead_id: int
+    label: str  # "Ada Lovelace <ada@lovelace.test>"
+
+
+def lead_choices(uow: UnitOfWork, campaign_id: int, *, limit: int = 200) -> list[LeadChoice]:
+    """Leads a step can be previewed for: the campaign's enrolled leads (the first `limit`),
+    or, before any is enrolled, its product's."""
+    c = _campaign(uow, campaign_id)
+    enrolled = select(m.Enrollment.lead_id).where(m.Enrollment.campaign_id == c.id)
+    rows = uow.session.execute(
+        select(m.Lead.id, m.Contact.first_name, m.Contact.last_name, m.ContactAddress.address)
+        .join(m.Contact, m.Contact.id == m.Lead.contact_id)
+        .join(m.ContactAddress, m.ContactAddress.contact_id == m.Contact.id)
+        .where(
+            m.Lead.workspace_id == uow.workspace_id,
+            m.Lead.product_id == c.product_id,
+            m.Lead.audit_run_id.is_(None),
+            m.ContactAddress.is_primary.is_(True),
+            m.Lead.id.in_(enrolled) if uow.session.scalar(enrolled.limit(1)) else m.Lead.id > 0,
+        )
+        .order_by(m.Lead.id)
+        .limit(limit)
+    ).all()
+    return [LeadChoice(i, f"{f} {la}".strip() + f" <{a}>" if f or la else a) for i, f, la, a in rows]

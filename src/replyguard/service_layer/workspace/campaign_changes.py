@@ -26,6 +26,7 @@ from replyguard.domain.schedule import load_zone, plan_due
 from replyguard.domain.states import Actor, ReplyState, StepState, check_step_move
 from replyguard.service_layer.steps import new_step
 from replyguard.service_layer.uow import UnitOfWork
+from replyguard.service_layer.workspace.campaign_status import require_not_archived
 from replyguard.service_layer.workspace.campaigns import CheckedCampaign, find_campaign, source_of, spec_of
 from replyguard.service_layer.workspace.enrollment import campaign_window, live_steps, step_wait
 from replyguard.service_layer.workspace.mailboxes import campaigns_of
@@ -63,6 +64,7 @@ def plan_update(uow: UnitOfWork, source: CheckedCampaign | str) -> CampaignUpdat
     (The entry points pass a `CheckedCampaign`: its templates were trial-rendered before.)"""
     spec = spec_of(uow, source)
     campaign = find_campaign(uow, spec.name)
+    require_not_archived(campaign)
     mailbox = uow.session.get_one(m.Mailbox, campaign.mailbox_id)
     product = uow.session.get_one(m.Product, campaign.product_id)
     if spec.product != product.name:

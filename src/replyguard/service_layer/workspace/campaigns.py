@@ -14,6 +14,7 @@ call `check_campaign`, then open the write unit of work with the `CheckedCampaig
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -190,25 +191,46 @@ def mailbox_for(uow: UnitOfWork, spec: CampaignSpec) -> m.Mailbox:
 
 
 _OPTION = {"from_name": "--from-name", "daily_cap": "--daily-cap", "timezone": "--timezone"}
+_WHERE = {
+    "from_name": "campaign.from_name",
+    "daily_cap": "campaign.daily_cap",
+    "timezone": "mailbox.timezone",
+}
+
+
+class MailboxDisagrees(CampaignSpecError):
+    """A file states mailbox settings that differ from the existing mailbox's: every one of
+    them at once (`differ`: {name: (the mailbox's, the file's)}). The message is the CLI's;
+    the web words its own from the fields (`entrypoints/web/pages/campaign_new.py`)."""
+
+    def __init__(self, mailbox: str, differ: dict[str, tuple[Any, Any]], shared_with: list[str]) -> None:
+        self.mailbox, self.differ, self.shared_with = mailbox, differ, shared_with
+        shared = (
+            f" (shared with campaign(s) {', '.join(repr(u) for u in shared_with)})" if shared_with else ""
+        )
+        said = "; ".join(
+            f"{_WHERE[key]}: this file says {stated!r}, but the mailbox {mailbox} has {current!r}"
+            for key, (current, stated) in differ.items()
+        )
+        names = " and ".join(differ)
+        options = " ".join(
+            f"{_OPTION[key]} {shlex.quote(str(stated))}" for key, (_c, stated) in differ.items()
+        )
+        one = "it" if len(differ) == 1 else "them"
+        super().__init__(
+            f"{said}{shared}. A mailbox has one {names} for all its campaigns: change {one} with"
+            f" `replyguard mailbox set {mailbox} {options}`, or leave {names} out of this file"
+        )
 
 
 def check_agrees_with_mailbox(uow: UnitOfWork, mailbox: m.Mailbox, spec: CampaignSpec) -> None:
-    """Refuse a file whose mailbox settings differ from the mailbox's, naming both values,
-    the campaigns that share the mailbox, and how to change it."""
+    """Refuse a file whose mailbox settings differ from the mailbox's, naming every one with
+    both values, the campaigns that share the mailbox, and how to change it (MailboxDisagrees)."""
     wanted = MailboxSettings(spec.from_name, spec.daily_cap, spec.mailbox_timezone)
     differ = disagreements(mailbox, wanted)
-    if not differ:
-        return
-    key, (current, stated) = next(iter(differ.items()))
-    users = [n for n in campaigns_of(uow, mailbox.id) if n != spec.name]
-    shared = f" (shared with campaign(s) {', '.join(repr(u) for u in users)})" if users else ""
-    where = "mailbox.timezone" if key == "timezone" else f"campaign.{key}"
-    raise CampaignSpecError(
-        f"{where}: this file says {stated!r}, but the mailbox {mailbox.address} has {current!r}{shared}."
-        f" A mailbox has one {key} for all its campaigns: change it with"
-        f" `replyguard mailbox set {mailbox.address} {_OPTION[key]} {stated}`,"
-        f" or leave {key} out of this file"
-    )
+    if differ:
+        users = [n for n in campaigns_of(uow, mailbox.id) if n != spec.name]
+        raise MailboxDisagrees(mailbox.address, differ, users)
 
 
 def find_campaign(uow: UnitOfWork, name: str) -> m.Campaign:

@@ -20,6 +20,7 @@ from replyguard.domain.schedule import SendWindow, Wait, load_zone, plan_due
 from replyguard.domain.states import OPEN, ReplyState
 from replyguard.service_layer.steps import new_step
 from replyguard.service_layer.uow import UnitOfWork
+from replyguard.service_layer.workspace.campaign_status import require_not_archived
 from replyguard.service_layer.workspace.campaigns import find_campaign
 from replyguard.service_layer.workspace.leads import LeadNotFound, find_lead, primary_address
 from replyguard.service_layer.workspace.rendering import (
@@ -58,6 +59,7 @@ def live_steps(uow: UnitOfWork, campaign_id: int) -> list[m.CampaignStep]:
 
 def candidate_lead_ids(uow: UnitOfWork, campaign_name: str, email: str | None) -> list[int]:
     campaign = find_campaign(uow, campaign_name)
+    require_not_archived(campaign)
     if email is not None:
         product = uow.session.get_one(m.Product, campaign.product_id)
         return [find_lead(uow, email, product.name).id]
@@ -85,6 +87,7 @@ def enroll_leads(
     allow_parallel: bool = False,
 ) -> None:
     campaign = find_campaign(uow, campaign_name)
+    require_not_archived(campaign)
     steps = live_steps(uow, campaign.id)
     mailbox = uow.session.get_one(m.Mailbox, campaign.mailbox_id)
     secret = uow.session.get_one(m.Workspace, uow.workspace_id).secret

@@ -1,5 +1,5 @@
 """/api/v1/campaigns: list, create from TOML, read, the queue, sends per day, activity,
-approve waiting steps, enroll."""
+per-step counts, approve waiting steps, enroll, pause, resume, archive."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
 
@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 
 from replyguard.domain.access import Capability
 from replyguard.domain.campaign_spec import CampaignSpecError
+from replyguard.domain.states import IllegalTransition
 from replyguard.entrypoints.web.api import schemas as s
 from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.params import ObjectId, PageNumber, PerPage
@@ -17,6 +18,11 @@ from replyguard.service_layer.queries import campaigns as q
 from replyguard.service_layer.queries.charts import first_action, reply_activity
 from replyguard.service_layer.rescue.approvals import approve_in_campaign
 from replyguard.service_layer.workspace.bulk import enroll_in_chunks
+from replyguard.service_layer.workspace.campaign_status import (
+    CampaignArchived,
+    StatusChanged,
+    set_campaign_status,
+)
 from replyguard.service_layer.workspace.campaigns import CampaignCreated, check_campaign_file, create_campaign
 
 QueueState = Literal[
@@ -36,10 +42,10 @@ def _create(ctx: WebContext, workspace_id: int, source: str) -> CampaignCreated:
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
     routes = APIRouter(tags=["campaigns"])
+    routes.include_router(_status_routes(ctx, guards))
     Token = Annotated[Caller, Depends(guards.api(Capability.READ))]
     Creator = Annotated[Caller, Depends(guards.api(Capability.CAMPAIGNS))]
     Approver = Annotated[Caller, Depends(guards.api(Capability.APPROVE))]
-    Enroller = Annotated[Caller, Depends(guards.api(Capability.LEADS))]
 
     @routes.get("/campaigns", response_model=list[s.CampaignRow])
     def list_campaigns(caller: Token) -> list[q.CampaignRow]:
@@ -125,6 +131,47 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             uow.commit()
         return s.Approved(approved=count)
 
+    return routes
+
+
+def _status_routes(ctx: WebContext, guards: Guards) -> APIRouter:
+    """Per-step counts, enrolling, pausing, resuming and archiving."""
+    routes = APIRouter()
+    Enroller = Annotated[Caller, Depends(guards.api(Capability.LEADS))]
+    Token = Annotated[Caller, Depends(guards.api(Capability.READ))]
+    Creator = Annotated[Caller, Depends(guards.api(Capability.CAMPAIGNS))]
+
+    @routes.get("/campaigns/{campaign_id}/step-stats", response_model=list[s.StepStats])
+    def campaign_step_stats(caller: Token, campaign_id: ObjectId) -> list[q.StepStats]:
+        """Per step: emails sent, and the leads whose reply, absence note or bounce came after
+        it (each counted once per kind), with the reply rate."""
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            return q.step_stats(uow, campaign_id)
+
+    def change_status(caller: Caller, campaign_id: int, action: str) -> StatusChanged:
+        try:
+            with ctx.scoped.write(caller.workspace_id) as uow:
+                done = set_campaign_status(uow, campaign_id, action, by=caller.actor)
+                uow.commit()
+        except IllegalTransition as exc:
+            raise HTTPException(409, str(exc)) from None
+        return done
+
+    @routes.post("/campaigns/{campaign_id}/pause", response_model=s.CampaignStatus)
+    def pause_campaign(caller: Creator, campaign_id: ObjectId) -> StatusChanged:
+        """Pause: nothing of the campaign is sent until it is resumed (queued emails wait)."""
+        return change_status(caller, campaign_id, "pause")
+
+    @routes.post("/campaigns/{campaign_id}/resume", response_model=s.CampaignStatus)
+    def resume_campaign(caller: Creator, campaign_id: ObjectId) -> StatusChanged:
+        """Resume a paused campaign: its queued emails go out in the send window."""
+        return change_status(caller, campaign_id, "resume")
+
+    @routes.post("/campaigns/{campaign_id}/archive", response_model=s.CampaignStatus)
+    def archive_campaign(caller: Creator, campaign_id: ObjectId) -> StatusChanged:
+        """Archive, for good: every queued email is cancelled; no new leads, no changes."""
+        return change_status(caller, campaign_id, "archive")
+
     @routes.post("/campaigns/{campaign_id}/enroll", response_model=s.Enrolled)
     def enroll_leads(caller: Enroller, campaign_id: ObjectId, body: s.Enroll) -> s.Enrolled:
         """Enroll the product's leads not yet in the campaign (or one lead by email)."""
@@ -132,6 +179,8 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             name = q.campaign_detail(uow, campaign_id).name
         try:
             report = enroll_in_chunks(lambda: ctx.scoped.write(caller.workspace_id), name, body.email)
+        except CampaignArchived as exc:
+            raise HTTPException(409, str(exc)) from None
         except LookupError as exc:
             raise HTTPException(404, str(exc)) from None
         except ValueError as exc:  # not an email address

@@ -188,6 +188,22 @@ class Approved(BaseModel):
     approved: int
 
 
+class CampaignStatus(Model):
+    campaign_id: int
+    name: str
+    status: str = Field(description="active, paused or archived")
+    cancelled: int = Field(description="Queued emails cancelled (archiving)")
+
+
+class StepStats(Model):
+    position: int
+    sent: int
+    replied: int = Field(description="Leads whose human reply came after this step's email")
+    out_of_office: int
+    bounced: int
+    reply_rate: float | None = Field(description="replied / sent, in percent; null before any send")
+
+
 class Enroll(BaseModel):
     email: str | None = Field(default=None, max_length=320, description="Only this lead; omit for all")
 

@@ -1,6 +1,8 @@
 """Creating a campaign: from its TOML file (uploaded or pasted) or from a form that writes
 the same TOML (domain/campaign_form.py). The form picks an existing product or names a new
-one on purpose (entrypoints/web/products.py); the file names its product, as the CLI's."""
+one on purpose (entrypoints/web/products.py), and an existing mailbox (whose own settings it
+shows and uses) or a new one; it has as many step rows as needed ("Add a step" posts the form
+back one row longer, with JavaScript off too). The file names its product, as the CLI's."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
 
@@ -21,16 +23,36 @@ from replyguard.entrypoints.web.context import WebContext
 from replyguard.entrypoints.web.products import BadProduct, picked_product
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
 from replyguard.entrypoints.web.uploads import read_upload
+from replyguard.service_layer.queries.mailboxes import list_mailboxes
 from replyguard.service_layer.queries.products import product_names
-from replyguard.service_layer.workspace.campaigns import check_campaign_file, create_campaign
+from replyguard.service_layer.workspace.campaigns import (
+    MailboxDisagrees,
+    check_campaign_file,
+    create_campaign,
+)
 
-FORM_STEPS = 5
+#: Step rows a new form starts with, and the most a form may have ("Add a step" adds one).
+FORM_STEPS = 2
+MAX_FORM_STEPS = 50
+#: The mailbox picker's "a new mailbox" choice (no address can be this).
+NEW_MAILBOX = " new "
+
+
+def step_count(values: dict[str, str]) -> int:
+    """How many step rows the form had: its `steps` field, or the highest row it carried."""
+    stated = values.get("steps", "")
+    rows = [
+        int(k[4:].split("_")[0]) for k in values if k.startswith("step") and k[4:].split("_")[0].isdigit()
+    ]
+    count = int(stated) if stated.isdigit() else max(rows, default=FORM_STEPS)
+    return min(max(count, 1), MAX_FORM_STEPS)
 
 
 def form_fields(form: FormData) -> tuple[CampaignFields, dict[str, Any]]:
     """The campaign form's fields, and what to fill the form with again on an error."""
     values = {k: v[:20000] for k, v in form.multi_items() if isinstance(v, str)}
     days = [d for d in form.getlist("days") if isinstance(d, str) and d in DAY_NAMES]
+    count = step_count(values)
     steps = [
         StepFields(
             values.get(f"step{i}_wait", ""),
@@ -38,15 +60,39 @@ def form_fields(form: FormData) -> tuple[CampaignFields, dict[str, Any]]:
             values.get(f"step{i}_body", ""),
             bool(values.get(f"step{i}_approval")),
         )
-        for i in range(1, FORM_STEPS + 1)
+        for i in range(1, count + 1)
     ]
     names = ("product", "name", "mailbox", "from_name", "owner", "timezone")
     product, name, mailbox, from_name, owner, zone = (values.get(n, "") for n in names)
+    cap = values.get("daily_cap", "")
+    picked = values.get("mailbox_pick", NEW_MAILBOX)
+    if picked != NEW_MAILBOX:
+        # An existing mailbox: its own sender name and cap apply (shown on the form), so the
+        # file states none and can never disagree with them.
+        mailbox, from_name, cap = picked, "", ""
     fields = CampaignFields(
         product, name, mailbox, from_name, owner, zone, days,
-        values.get("start", ""), values.get("end", ""), values.get("daily_cap", ""), steps,
+        values.get("start", ""), values.get("end", ""), cap, steps,
     )  # fmt: skip
-    return fields, {**values, "days": days}
+    return fields, {**values, "days": days, "steps": count}
+
+
+def web_words(exc: CampaignSpecError) -> str:
+    """A file's error as a person on the web reads it: an existing mailbox's settings, every
+    one that differs at once and what to do here (the CLI's message names a command)."""
+    if not isinstance(exc, MailboxDisagrees):
+        return str(exc)
+    names = {"from_name": "From name", "daily_cap": "daily cap", "timezone": "time zone"}
+    said = "; ".join(
+        f"{names[key]} is {current!r} (this campaign says {stated!r})"
+        for key, (current, stated) in exc.differ.items()
+    )
+    shared = f", used by {', '.join(repr(u) for u in exc.shared_with)}" if exc.shared_with else ""
+    return (
+        f"The mailbox {exc.mailbox} already exists with its own settings{shared}: {said}. A mailbox has"
+        " one set of settings for all its campaigns: choose it in the form's mailbox picker to use"
+        " them, or leave these settings out of the file."
+    )
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
@@ -56,9 +102,14 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     def render_new(request: Request, who: Viewer, *, status: int = 200, **extra: Any) -> Response:
         with ctx.scoped.read(who.workspace_id) as uow:
             products = product_names(uow)
+            mailboxes = list_mailboxes(uow)
         context = {"error": "", "source": "", "tab": "toml", "form": {}, **extra}
-        context.update(viewer=who, active="campaigns", days=DAY_NAMES, step_slots=range(1, FORM_STEPS + 1))
-        context.update(products=products)
+        form = context["form"]
+        slots = int(form.get("steps", FORM_STEPS)) if isinstance(form, dict) else FORM_STEPS
+        context.update(viewer=who, active="campaigns", days=DAY_NAMES, step_slots=range(1, slots + 1))
+        context.update(
+            products=products, mailboxes=mailboxes, NEW_MAILBOX=NEW_MAILBOX, max_steps=MAX_FORM_STEPS
+        )
         return ctx.renderer.page(request, "campaign_new.html", context, status=status)
 
     def create(request: Request, who: Viewer, source: str, **again: Any) -> Response:
@@ -70,7 +121,7 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
                 created = create_campaign(uow, checked)
                 uow.commit()
         except CampaignSpecError as exc:
-            return render_new(request, who, error=str(exc), source=source, status=400, **again)
+            return render_new(request, who, error=web_words(exc), source=source, status=400, **again)
         if created.created:
             flash(ctx, who, "Campaign created. Enroll leads below.")
         else:
@@ -114,7 +165,11 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
 
     @routes.post("/campaigns/new/form")
     async def create_from_form(request: Request, who: Who) -> Response:
-        fields, again = form_fields(await request.form())
+        form = await request.form()
+        fields, again = form_fields(form)
+        if form.get("more"):  # "Add a step": the same form again, one row longer, nothing created
+            again["steps"] = min(int(again["steps"]) + 1, MAX_FORM_STEPS)
+            return await run_in_threadpool(render_new, request, who, tab="form", form=again)
         return await run_in_threadpool(create_from_fields, request, who, fields, again)
 
     return routes

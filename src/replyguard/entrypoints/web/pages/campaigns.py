@@ -1,12 +1,13 @@
-"""Campaign pages: the list, a campaign's page (steps, the queue by state, sends per day
-against the cap, replies per day), approving waiting steps, enrolling. Creating one:
-`campaign_new.py`."""
+"""Campaign pages: the list, a campaign's page (steps with their bodies and what each did, a
+step previewed for a chosen lead, the queue by state, sends per day against the cap, replies
+per day), approving waiting steps, enrolling. Creating one: `campaign_new.py`; pausing,
+archiving, editing and test sends: `campaign_actions.py`."""
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint annotations at run time.
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Form
+from fastapi import APIRouter, Depends, Form, Query
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -20,6 +21,8 @@ from replyguard.service_layer.queries.charts import reply_activity
 from replyguard.service_layer.rescue.approvals import approve_in_campaign
 from replyguard.service_layer.workspace.bulk import enroll_in_chunks
 from replyguard.service_layer.workspace.enrollment import EnrollReport
+from replyguard.service_layer.workspace.rendering import RenderFailed
+from replyguard.service_layer.workspace.step_preview import Preview, preview_step
 
 
 def router(ctx: WebContext, guards: Guards) -> APIRouter:
@@ -29,12 +32,21 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
     Enroller = Annotated[Viewer, Depends(guards.page(Capability.LEADS))]
 
     def render_campaign(
-        request: Request, who: Viewer, campaign_id: int, state: str, page: int, **extra: Any
+        request: Request,
+        who: Viewer,
+        campaign_id: int,
+        state: str,
+        page: int,
+        preview: Preview | str | None = None,
+        **extra: Any,
     ) -> Response:
-        state = state if state in q.QUEUE else "awaiting_approval"
         with ctx.scoped.read(who.workspace_id) as uow:
             detail = q.campaign_detail(uow, campaign_id)
+            # No tab asked for: the first one with steps in it (an empty tab told nothing).
+            state = state if state in q.QUEUE else q.first_busy_state(detail.queue)
             queue = q.campaign_queue(uow, campaign_id, state, page=max(1, page))
+            stats = {s.position: s for s in q.step_stats(uow, campaign_id)}
+            choices = q.lead_choices(uow, campaign_id)
             reasons = q.cancel_reasons(uow, campaign_id) if state == "cancelled" else None
             sends = q.sends_per_day(uow, campaign_id)
             activity = reply_activity(uow, days=30, campaign_id=campaign_id)[0]
@@ -51,6 +63,9 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             sends_chart=sends_chart(sends),
             activity=activity,
             activity_chart=activity_chart(activity),
+            stats=stats,
+            lead_choices=choices,
+            preview=preview,
         )
         return ctx.renderer.page(request, "campaign.html", context)
 
@@ -66,10 +81,20 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         request: Request,
         who: Who,
         campaign_id: ObjectId,
-        state: str = "awaiting_approval",
+        state: str = "",
         page: int = 1,
+        step: Annotated[int, Query(ge=1, le=1000)] | None = None,
+        lead: Annotated[str, Query(max_length=20)] = "",
     ) -> Response:
-        return render_campaign(request, who, campaign_id, state, page)
+        preview: Preview | str | None = None
+        if step is not None:
+            lead_id = int(lead) if lead.isdigit() and 0 < int(lead) < 2**63 else None
+            try:
+                with ctx.scoped.read(who.workspace_id) as uow:
+                    preview = preview_step(uow, campaign_id, step, lead_id)
+            except (LookupError, RenderFailed) as exc:
+                preview = f"Step {step} cannot be shown for this lead: {exc}"
+        return render_campaign(request, who, campaign_id, state, page, preview)
 
     @routes.post("/campaigns/{campaign_id}/approve")
     def approve(

@@ -147,6 +147,15 @@ document.addEventListener("DOMContentLoaded", () => {
     const seconds = Number(following.getAttribute("data-refresh")) || 2;
     window.setTimeout(() => window.location.reload(), seconds * 1000);
   }
+  // The new-campaign form: a new mailbox's fields only when "A new mailbox" is picked (an
+  // existing mailbox's own settings are used; without this file the server ignores them).
+  const pick = document.getElementById("mailbox_pick");
+  const fresh = document.querySelector("fieldset.new-mailbox");
+  if (pick && fresh) {
+    const show = () => { fresh.hidden = pick.value.trim() !== "new"; };
+    pick.addEventListener("change", show);
+    show();
+  }
   // Show times in the reader's own zone as a tooltip: <time datetime="...">.
   for (const t of document.querySelectorAll("time[datetime]")) {
     const when = new Date(t.getAttribute("datetime"));
