@@ -19,11 +19,14 @@ ALLOWED_CALLERS = {
     "entrypoints/web/api/threads.py",  # POST /api/v1/threads/{id}/send
 }
 #: Where a transport's send is called: the guarded worker (campaign steps), the person's
-#: answer, and the notice email to the owner. Nowhere else.
+#: answer, the notice email to the owner, and a step's test send to its sender. Nowhere else.
 TRANSPORT_SENDERS = {
     "service_layer/sending/send_guard.py",
     "service_layer/rescue/person_send.py",
     "adapters/notices/email.py",
+    # A step's test send, to the signed-in person's own address only; never to a lead
+    # (tests/web/test_campaign_actions.py forges every recipient field to prove it).
+    "service_layer/workspace/step_preview.py",
 }
 
 
