@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, true
 from sqlalchemy.orm import Session
 
 from replyguard.adapters.db import models as m
@@ -48,13 +48,30 @@ class ThreadContext:
         return f"{self.name} <{self.email}>" if self.name else self.email
 
 
-def load_context(session: Session, workspace_id: int, lead_id: int) -> ThreadContext:
+@dataclass(frozen=True, slots=True)
+class Preread:
+    """What the caller has already read in this transaction, under the lead lock, so that the
+    context is not read twice: the reply transaction, where each statement is latency. Read the
+    same way as `load_context` reads them (the primary address first; the live other products)."""
+
+    addresses: tuple[str, ...] | None = None
+    other_products: tuple[OtherProduct, ...] | None = None
+    #: False: the lead has no thread at all (read under its lock), so there is none to update.
+    has_thread: bool | None = None
+
+
+def load_context(
+    session: Session, workspace_id: int, lead_id: int, preread: Preread | None = None
+) -> ThreadContext:
     lead = session.get_one(m.Lead, lead_id)
     if lead.workspace_id != workspace_id:
         raise LookupError(f"lead {lead_id} is not in this workspace")
     contact = session.get_one(m.Contact, lead.contact_id)
+    known = preread or Preread()
     addresses = list(
-        session.scalars(
+        known.addresses
+        if known.addresses is not None
+        else session.scalars(
             select(m.ContactAddress.address)
             .where(m.ContactAddress.contact_id == contact.id)
             .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
@@ -111,12 +128,22 @@ def load_context(session: Session, workspace_id: int, lead_id: int) -> ThreadCon
         owner=(first[2] if first else None) or contact.owner or "owner@unknown.invalid",
         own_addresses=frozenset(addresses) | {c[4] for c in campaigns},
         last_subject=last_subject,
-        other_products=other_products(session, contact.id, lead.id),
+        other_products=known.other_products
+        if known.other_products is not None
+        else other_products(session, contact.id, lead.id),
     )
 
 
 def other_products(session: Session, contact_id: int, lead_id: int) -> tuple[OtherProduct, ...]:
     """The contact's other leads that may still send or wait for a person, with their next step."""
+    return other_leads(session, contact_id, lead_id, live_only=True)
+
+
+def other_leads(
+    session: Session, contact_id: int, lead_id: int, *, live_only: bool = False
+) -> tuple[OtherProduct, ...]:
+    """The contact's other leads (every state, or only the live ones) with their next step,
+    ordered by product."""
 
     def next_queued(column: Any) -> Any:
         return (
@@ -131,7 +158,8 @@ def other_products(session: Session, contact_id: int, lead_id: int) -> tuple[Oth
     rows = session.execute(
         select(m.Product.name, m.Lead.reply_state, next_queued(m.Step.due_at), next_queued(m.Step.subject))
         .join(m.Product, m.Product.id == m.Lead.product_id)
-        .where(m.Lead.contact_id == contact_id, m.Lead.id != lead_id, m.Lead.reply_state.in_(LIVE))
+        .where(m.Lead.contact_id == contact_id, m.Lead.id != lead_id)
+        .where(m.Lead.reply_state.in_(LIVE) if live_only else true())
         .order_by(m.Product.name)
     ).all()
     found = [OtherProduct(name, state, due, subject) for name, state, due, subject in rows]
