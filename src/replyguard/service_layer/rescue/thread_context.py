@@ -3,7 +3,7 @@ lead's other products with their next step, and the recommended next step built 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
@@ -42,6 +42,9 @@ class ThreadContext:
     own_addresses: frozenset[str]
     last_subject: str | None
     other_products: tuple[OtherProduct, ...]
+    #: Steps of the lead whose outcome is unknown, when read with the context (`load_context`);
+    #: None: `thread_facts` counts them itself. Not part of what a context is equal to.
+    unknown_steps: int | None = field(default=None, compare=False)
 
     @property
     def contact(self) -> str:
@@ -77,8 +80,9 @@ def load_context(
             .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
         )
     )
-    # The product, every campaign with its mailbox and the last subject sent, in one round trip:
-    # a thread is opened inside the reply's transaction, where each statement is latency.
+    # The product, every campaign with its mailbox, the last subject sent and the steps of
+    # unknown outcome, in one round trip: a thread is opened inside the reply's transaction,
+    # where each statement is latency.
     last_sent = (
         select(m.Step.subject)
         .where(m.Step.lead_id == m.Lead.id, m.Step.state == StepState.SENT)
@@ -87,11 +91,19 @@ def load_context(
         .correlate(m.Lead)
         .scalar_subquery()
     )
+    unknown = (
+        select(func.count())
+        .select_from(m.Step)
+        .where(m.Step.lead_id == m.Lead.id, m.Step.state == StepState.UNKNOWN)
+        .correlate(m.Lead)
+        .scalar_subquery()
+    )
     rows = session.execute(
         select(
             m.Product.id,
             m.Product.name,
             last_sent,
+            unknown,
             m.Campaign.id,
             m.Campaign.name,
             m.Campaign.owner,
@@ -107,8 +119,8 @@ def load_context(
         .where(m.Lead.id == lead.id)
         .order_by(m.Enrollment.id)
     ).all()
-    product_id, product_name, last_subject = rows[0][0], rows[0][1], rows[0][2]
-    campaigns = [row[3:] for row in rows if row[3] is not None]
+    product_id, product_name, last_subject, unknown_steps = rows[0][:4]
+    campaigns = [row[4:] for row in rows if row[4] is not None]
     first = campaigns[0] if campaigns else None
     return ThreadContext(
         lead_id=lead.id,
@@ -128,6 +140,7 @@ def load_context(
         owner=(first[2] if first else None) or contact.owner or "owner@unknown.invalid",
         own_addresses=frozenset(addresses) | {c[4] for c in campaigns},
         last_subject=last_subject,
+        unknown_steps=int(unknown_steps or 0),
         other_products=known.other_products
         if known.other_products is not None
         else other_products(session, contact.id, lead.id),
@@ -212,7 +225,12 @@ def thread_facts(
         recommended=tuple(recommended),
         # A thread not yet written has no answer to wait on (one query less in the reply tx).
         waiting_on_them=thread.id is not None and waiting_on_them(session, thread.id),
-        unknown_outcome=count_unknown_steps(session, thread.lead_id) > 0,
+        unknown_outcome=(
+            context.unknown_steps
+            if context.unknown_steps is not None
+            else count_unknown_steps(session, thread.lead_id)
+        )
+        > 0,
     )
 
 
