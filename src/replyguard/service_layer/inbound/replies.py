@@ -366,24 +366,23 @@ def _crossed_before(
 
 def pause_steps(uow: UnitOfWork, lead: m.Lead, until: datetime) -> int:
     """Move the lead's waiting steps after `until`, keeping their spacing; nothing is cancelled."""
-    steps = list(
-        uow.session.scalars(
-            select(m.Step)
-            .where(
-                m.Step.lead_id == lead.id,
-                m.Step.state.in_([StepState.SCHEDULED, StepState.CLAIMED, StepState.AWAITING_APPROVAL]),
-            )
-            .order_by(m.Step.due_at)
+    # The steps with their campaigns (window, time zone) in one query.
+    rows = uow.session.execute(
+        select(m.Step, m.Campaign)
+        .join(m.Enrollment, m.Enrollment.id == m.Step.enrollment_id)
+        .join(m.Campaign, m.Campaign.id == m.Enrollment.campaign_id)
+        .where(
+            m.Step.lead_id == lead.id,
+            m.Step.state.in_([StepState.SCHEDULED, StepState.CLAIMED, StepState.AWAITING_APPROVAL]),
         )
-    )
-    by_enrollment: dict[int, list[m.Step]] = {}
-    for step in steps:
-        by_enrollment.setdefault(step.enrollment_id, []).append(step)
+        .order_by(m.Step.due_at)
+    ).all()
+    steps = [step for step, _ in rows]
+    by_enrollment: dict[int, tuple[m.Campaign, list[m.Step]]] = {}
+    for step, campaign in rows:
+        by_enrollment.setdefault(step.enrollment_id, (campaign, []))[1].append(step)
     contact = uow.session.get_one(m.Contact, lead.contact_id)
-    for enrollment_id, group in by_enrollment.items():
-        campaign = uow.session.get_one(
-            m.Campaign, uow.session.get_one(m.Enrollment, enrollment_id).campaign_id
-        )
+    for campaign, group in by_enrollment.values():
         zone = load_zone(contact.timezone or campaign.timezone)
         new = shift_after_pause([s.due_at for s in group], until, campaign_window(campaign), zone)
         for step, due in zip(group, new, strict=True):
