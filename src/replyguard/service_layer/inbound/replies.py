@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
 
-from sqlalchemy import case, exists, func, or_, select, update
+from sqlalchemy import bindparam, case, exists, func, or_, select, update
 from sqlalchemy.orm import aliased
 
 from replyguard.adapters.db import models as m
@@ -290,12 +290,9 @@ def _apply(
         outcome.rescheduled += pause_steps(uow, lead, effect.paused_until)
 
 
-def cancel_queued_steps(uow: UnitOfWork, lead_id: int, *, reason: str) -> tuple[int, int]:
-    """Cancel every queued step of the lead; mark in-flight ones so they are never retried.
-
-    Returns (cancelled, in_flight). Must run under the lead lock (see UnitOfWork.lock_leads).
-    """
-    now = uow.clock.now()
+def _cancel_steps_statement() -> Any:
+    """One statement for both (a CASE per column), RETURNING what each row became. Built once:
+    building a statement costs more CPU than running it (bound values: lead, why, at)."""
     sending = m.Step.state == StepState.SENDING
 
     def unless_sending(value: Any, column: Any) -> Any:
@@ -303,28 +300,35 @@ def cancel_queued_steps(uow: UnitOfWork, lead_id: int, *, reason: str) -> tuple[
         # never retried); every other queued step is cancelled.
         return case((sending, column), else_=value)
 
-    # One statement for both (a CASE per column), RETURNING what each row became.
-    states = (
-        uow.session.execute(
-            update(m.Step)
-            .where(
-                m.Step.lead_id == lead_id,
-                m.Step.state.in_([*step_move(CANCELLABLE, StepState.CANCELLED), StepState.SENDING]),
-            )
-            .values(
-                state=unless_sending(StepState.CANCELLED, m.Step.state),
-                claim_token=unless_sending(None, m.Step.claim_token),
-                lease_until=unless_sending(None, m.Step.lease_until),
-                cancel_requested=case((sending, True), else_=m.Step.cancel_requested),
-                cancel_reason=reason,
-                updated_at=now,
-            )
-            .returning(m.Step.state)
-            .execution_options(synchronize_session=False)
+    return (
+        update(m.Step)
+        .where(
+            m.Step.lead_id == bindparam("lead"),
+            m.Step.state.in_([*step_move(CANCELLABLE, StepState.CANCELLED), StepState.SENDING]),
         )
-        .scalars()
-        .all()
+        .values(
+            state=unless_sending(StepState.CANCELLED, m.Step.state),
+            claim_token=unless_sending(None, m.Step.claim_token),
+            lease_until=unless_sending(None, m.Step.lease_until),
+            cancel_requested=case((sending, True), else_=m.Step.cancel_requested),
+            cancel_reason=bindparam("why"),
+            updated_at=bindparam("at"),
+        )
+        .returning(m.Step.state)
+        .execution_options(synchronize_session=False)
     )
+
+
+_CANCEL_STEPS = _cancel_steps_statement()
+
+
+def cancel_queued_steps(uow: UnitOfWork, lead_id: int, *, reason: str) -> tuple[int, int]:
+    """Cancel every queued step of the lead; mark in-flight ones so they are never retried.
+
+    Returns (cancelled, in_flight). Must run under the lead lock (see UnitOfWork.lock_leads).
+    """
+    params = {"lead": lead_id, "why": reason, "at": uow.clock.now()}
+    states = uow.session.execute(_CANCEL_STEPS, params).scalars().all()
     cancelled = sum(1 for state in states if state == StepState.CANCELLED)
     in_flight = len(states) - cancelled
     if cancelled or in_flight:
@@ -436,32 +440,46 @@ class _Locked:
         return lead.id in self.sent_since
 
 
+def _locking_read(contact_wide: bool) -> Any:
+    """`_lock_and_read`'s statement, built once per shape (bound values: lead, workspace,
+    received)."""
+    same_contact = aliased(m.Lead)
+    which = (
+        m.Lead.contact_id
+        == select(same_contact.contact_id).where(same_contact.id == bindparam("lead")).scalar_subquery()
+        if contact_wide
+        else m.Lead.id == bindparam("lead")
+    )
+    has_thread = exists().where(m.RescueThread.lead_id == m.Lead.id).correlate(m.Lead)
+    sent_since = (
+        exists()
+        .where(
+            m.Step.lead_id == m.Lead.id,
+            m.Step.state == StepState.SENT,
+            m.Step.sent_at >= bindparam("received", type_=m.Step.sent_at.type),
+        )
+        .correlate(m.Lead)
+    )
+    return (
+        select(m.Lead, m.Contact, has_thread, sent_since)
+        .join(m.Contact, m.Contact.id == m.Lead.contact_id)
+        .where(which, m.Lead.workspace_id == bindparam("workspace"))
+        .order_by(m.Lead.id)
+        .with_for_update(of=m.Lead)  # PostgreSQL; SQLite holds the write lock already
+        .execution_options(populate_existing=True)
+    )
+
+
+_LOCKING_READ = {wide: _locking_read(wide) for wide in (False, True)}
+
+
 def _lock_and_read(uow: UnitOfWork, lead_id: int, *, contact_wide: bool, received_at: datetime) -> _Locked:
     """The matched lead, or every lead of its contact, read under its lock in id order (so two
     transactions never wait on each other in a cycle), with the contact, whether each lead has
     a thread yet and whether one of its steps went out after the reply arrived (a crossing):
     one statement, fresh from the database (`populate_existing`)."""
-    same_contact = aliased(m.Lead)
-    which = (
-        m.Lead.contact_id
-        == select(same_contact.contact_id).where(same_contact.id == lead_id).scalar_subquery()
-        if contact_wide
-        else m.Lead.id == lead_id
-    )
-    has_thread = exists().where(m.RescueThread.lead_id == m.Lead.id).correlate(m.Lead)
-    sent_since = (
-        exists()
-        .where(m.Step.lead_id == m.Lead.id, m.Step.state == StepState.SENT, m.Step.sent_at >= received_at)
-        .correlate(m.Lead)
-    )
-    rows = uow.session.execute(
-        select(m.Lead, m.Contact, has_thread, sent_since)
-        .join(m.Contact, m.Contact.id == m.Lead.contact_id)
-        .where(which, m.Lead.workspace_id == uow.workspace_id)
-        .order_by(m.Lead.id)
-        .with_for_update(of=m.Lead)  # PostgreSQL; SQLite holds the write lock already
-        .execution_options(populate_existing=True)
-    ).all()
+    params = {"lead": lead_id, "workspace": uow.workspace_id, "received": received_at}
+    rows = uow.session.execute(_LOCKING_READ[contact_wide], params).all()
     lead = next((row[0] for row in rows if row[0].id == lead_id), None)
     if lead is None:
         raise LookupError("lead not in this workspace")
