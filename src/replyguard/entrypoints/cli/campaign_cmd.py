@@ -7,8 +7,6 @@ shows what changes and what that does to queued emails, asks, then applies it in
 transaction (`--yes` skips the question); emails already sent are never rewritten.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

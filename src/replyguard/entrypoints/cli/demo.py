@@ -5,8 +5,6 @@ simulated clock, records a human reply and an out-of-office on day 2, and shows 
 replying lead's queue stopped while everything else went on.
 """
 
-from __future__ import annotations
-
 import shutil
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path

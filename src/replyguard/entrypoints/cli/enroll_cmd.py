@@ -6,8 +6,6 @@ mailbox in another campaign (`--allow-parallel` enrolls them anyway). A run that
 leads exits 1, as `leads import` does with skipped rows: a script must not take it for done.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

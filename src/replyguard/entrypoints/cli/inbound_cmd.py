@@ -16,8 +16,6 @@ a store (the messages before it are stored; run again), 2 a path cannot be read 
 (missing, an archive, UTF-16).
 """
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated, Any
 

@@ -5,8 +5,6 @@ A lead belongs to a product that exists: `campaign create` creates a campaign's 
 `--create-product`, so that a typo cannot put leads where no campaign will ever enroll them.
 """
 
-from __future__ import annotations
-
 import sys
 from dataclasses import asdict
 from pathlib import Path

@@ -1,7 +1,5 @@
 """`replyguard listen`: receive replies from the MTA over LMTP (default) or plain SMTP."""
 
-from __future__ import annotations
-
 import signal
 import threading
 from typing import Annotated

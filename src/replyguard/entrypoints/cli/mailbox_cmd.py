@@ -10,8 +10,6 @@ place to change them. A mailbox a server refused (a wrong password, a refused se
 denied) is paused by the worker; `resume` lifts that once fixed. No password is ever printed.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

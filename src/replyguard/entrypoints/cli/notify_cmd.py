@@ -1,8 +1,6 @@
 """`replyguard notify [--once]`: deliver the notice outbox (and the model's drafts, when a model
 is configured). A long-running loop like the worker's, stopped cleanly by SIGTERM or Ctrl-C."""
 
-from __future__ import annotations
-
 import signal
 import time
 from typing import Annotated

@@ -1,8 +1,6 @@
 """Options several commands share, each with its help text: `replyguard X --help` describes
 every option (tests/e2e/test_cli_bad_input.py checks that none is left without)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -4,8 +4,6 @@ Options that cannot apply are refused rather than ignored: `--until` belongs to 
 out-of-office, and a return date already past would pause nothing.
 """
 
-from __future__ import annotations
-
 from datetime import UTC, date
 from typing import Annotated
 

@@ -6,8 +6,6 @@ secret is encrypted again with the new key), then drop the old key. No stored se
 ever printed; `new-key` prints only the fresh key it made.
 """
 
-from __future__ import annotations
-
 import typer
 
 from replyguard.entrypoints.cli.options import AsJson

@@ -1,8 +1,6 @@
 """`replyguard senders list|confirm|reject`: a person's decision on a sender we could not tie
 to a lead (a stranger in her thread, or her address failing authentication)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

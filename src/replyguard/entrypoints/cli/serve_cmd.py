@@ -1,8 +1,6 @@
 """`replyguard serve`: the HTTP surface (the web workspace and REST API, one-click unsubscribe,
 inbound webhooks) via uvicorn. `replyguard up` serves the same app next to the worker."""
 
-from __future__ import annotations
-
 import logging
 import re
 from typing import Annotated

@@ -5,8 +5,6 @@ person decides: `resend` tries the same email again, `skip` goes on without it (
 email then does not reply to it), or `replyguard leads stop` ends the sequence.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

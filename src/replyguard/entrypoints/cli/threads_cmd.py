@@ -4,8 +4,6 @@ Thin over `service_layer.thread_views` (list, show), `decisions` (resolve, assig
 and `person_send` (send: the one command that sends a person's answer).
 """
 
-from __future__ import annotations
-
 import sys
 from dataclasses import asdict
 from datetime import UTC, date, datetime

@@ -6,8 +6,6 @@ tokens act for nobody in particular (`--for EMAIL` makes one act for a user: nev
 their role, dead when they are disabled), with the scope asked for (`read` by default).
 """
 
-from __future__ import annotations
-
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 

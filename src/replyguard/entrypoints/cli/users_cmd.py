@@ -9,8 +9,6 @@ scripts, secrets managers), and prompted twice, hidden, otherwise. It never appe
 process list, the shell history or a log.
 """
 
-from __future__ import annotations
-
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
@@ -39,7 +37,7 @@ def _password() -> str:
     return value
 
 
-def _user_json(user: UserView, workspace: str) -> dict[str, Any]:
+def _user_json(user: "UserView", workspace: str) -> dict[str, Any]:
     return {
         "id": user.id,
         "email": user.email,
@@ -51,7 +49,7 @@ def _user_json(user: UserView, workspace: str) -> dict[str, Any]:
     }
 
 
-def _change(ctx: typer.Context, email: str, what: Callable[[UnitOfWork, int], Any]) -> Any:
+def _change(ctx: typer.Context, email: str, what: "Callable[[UnitOfWork, int], Any]") -> Any:
     """Run one change on the user with this address, as the operator; one line on failure."""
     from replyguard.domain.access import AccessDenied
     from replyguard.entrypoints.cli.app import fail, open_app
@@ -71,7 +69,7 @@ def _change(ctx: typer.Context, email: str, what: Callable[[UnitOfWork, int], An
     return result
 
 
-def _done(as_json: bool, user: UserView, workspace: str, said: str) -> None:
+def _done(as_json: bool, user: "UserView", workspace: str, said: str) -> None:
     from replyguard.entrypoints.cli.app import emit_json, out
 
     if as_json:

@@ -53,7 +53,6 @@ from replyguard.service_layer.inbound.replies import (
 from replyguard.service_layer.rescue import threads
 from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.uow import UnitOfWork
-from replyguard.service_layer.workspace.leads import contact_addresses
 
 _PERSON_KINDS = (ReplyKind.HUMAN_REPLY, ReplyKind.UNSUBSCRIBE)
 
@@ -73,13 +72,17 @@ def apply_inbound(
         domain_of(c.from_address or ""),
         app.settings.authserv_ids,
     )
-    row.sender, row.auth = (c.from_address or "").lower()[:320] or None, verdict.to_json()
-    recipients = [storable_text(r, 320)[0] for r in recipients_of(msg)]
-    match = match_message(uow, c, recipients, c.subject, verdict.verdict)
-    kind = match.kind_override or c.kind
-    evidence = (*c.evidence, *match.evidence, f"auth:{verdict.verdict}")
-    row.kind, row.processed_at = kind, uow.clock.now()
-    earlier = claim_effect(uow, row, effect_key(c.message_id, c.from_address, verdict.verdict), match.status)
+    # The stored row's new columns are written once, with the next write (not one UPDATE per
+    # column set here before each read): none of these reads looks at this row's own columns.
+    with uow.session.no_autoflush:
+        row.sender, row.auth = (c.from_address or "").lower()[:320] or None, verdict.to_json()
+        recipients = [storable_text(r, 320)[0] for r in recipients_of(msg)]
+        match = match_message(uow, c, recipients, c.subject, verdict.verdict)
+        kind = match.kind_override or c.kind
+        evidence = (*c.evidence, *match.evidence, f"auth:{verdict.verdict}")
+        row.kind, row.processed_at = kind, uow.clock.now()
+        key = effect_key(c.message_id, c.from_address, verdict.verdict)
+        earlier = claim_effect(uow, row, key, match.status)
     if earlier is not None:
         row.status, row.duplicate_of, row.lead_id = "duplicate", earlier.id, earlier.lead_id
         uow.add_event("inbound_duplicate", lead_id=earlier.lead_id, inbound_id=row.id, first=earlier.id)
@@ -143,7 +146,6 @@ def _record(
         row.kind = kind
     # THE trust decision (domain/trust.py): what this message proves decides whether its
     # effect applies whole, or only its safe half while a person confirms the rest.
-    contact_id = uow.session.get_one(m.Lead, lead_id).contact_id
     aligned = any(
         is_aligned(
             verdict.domain,
@@ -152,7 +154,7 @@ def _record(
             lead_domain=domain_of(address),
             report=c.bounce is not None or c.complaint is not None,
         )
-        for address in contact_addresses(uow, contact_id)
+        for address in _lead_addresses(uow, lead_id)
     )
     proof = Proof(
         binding=match.binding, verdict=verdict.verdict, aligned=aligned, sender_known=match.sender_known
@@ -331,3 +333,15 @@ def _hold_thread_lead(
             ),
             settings=app.settings,
         )
+
+
+def _lead_addresses(uow: UnitOfWork, lead_id: int) -> list[str]:
+    """Every address of the lead's contact, the primary first (`contact_addresses` by lead)."""
+    return list(
+        uow.session.scalars(
+            select(m.ContactAddress.address)
+            .join(m.Lead, m.Lead.contact_id == m.ContactAddress.contact_id)
+            .where(m.Lead.id == lead_id, m.Lead.workspace_id == uow.workspace_id)
+            .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
+        )
+    )

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import bindparam, case, exists, func, or_, select, update
+from sqlalchemy.orm import aliased
 
 from replyguard.adapters.db import models as m
 from replyguard.domain import reply_policy
@@ -34,6 +35,7 @@ from replyguard.domain.states import (
 from replyguard.domain.trust import needs_proof
 from replyguard.service_layer.hooks import Hooks
 from replyguard.service_layer.rescue import thread_versions, threads
+from replyguard.service_layer.rescue.thread_context import LIVE, Preread, other_leads
 from replyguard.service_layer.steps import put_back
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.enrollment import campaign_window
@@ -113,20 +115,13 @@ def record_reply(
     hooks: Hooks | None = None,
 ) -> ReplyOutcome:
     """Record `reply` for the lead and apply its whole effect. The caller commits."""
-    if reply_policy.contact_wide(reply.kind) and reply.sender_confirmed:
-        # Unsubscribes and absences touch every lead of the contact (locked in id order); a
-        # sender we cannot tie to the contact speaks for the thread's lead only.
-        contact_id = uow.session.get_one(m.Lead, lead_id).contact_id
-        contact_leads = _contact_lead_ids(uow, contact_id)
-        uow.lock_leads(contact_leads)
-    else:
-        contact_leads = [lead_id]
-    # Read the lead under its lock (FOR UPDATE on PostgreSQL; SQLite holds the write lock).
-    lead = uow.session.get_one(m.Lead, lead_id, with_for_update=uow.postgres, populate_existing=True)
-    if lead.workspace_id != uow.workspace_id:
-        raise LookupError("lead not in this workspace")
+    # Unsubscribes and absences touch every lead of the contact; a sender we cannot tie to the
+    # contact speaks for the thread's lead only. The lead(s), locked in id order (FOR UPDATE on
+    # PostgreSQL; SQLite holds the write lock), with the contact: one statement.
+    contact_wide = reply_policy.contact_wide(reply.kind) and reply.sender_confirmed
+    locked = _lock_and_read(uow, lead_id, contact_wide=contact_wide, received_at=reply.received_at)
+    lead, contact = locked.lead, locked.contact
     now = uow.clock.now()
-    contact = uow.session.get_one(m.Contact, lead.contact_id)
     back_at = None
     if reply.return_date:
         zone = load_zone(contact.timezone or _campaign_zone(uow, lead.id) or "UTC")
@@ -171,21 +166,30 @@ def record_reply(
         hooks.at("inside_reply_tx")
     outcome = ReplyOutcome(reply_id=row.id, lead_state=lead.reply_state)
     waiting: list[tuple[m.Lead, ReplyEffect, str]] = []
-    for target_id in contact_leads:
-        target = lead if target_id == lead.id else uow.session.get_one(m.Lead, target_id)
-        target_effect = effect if target is lead else decide(target.reply_state)
-        before = target.reply_state
-        _apply(uow, target, row, target_effect, reply, outcome)
-        # The matched lead's thread tells about the reply; another product gets a thread of its
-        # own only when it now waits for a person too (an absence past the pause limit).
-        if target_effect.notify and (target is lead or target_effect.new_state is ReplyState.HELD):
-            waiting.append((target, target_effect, before))
+    # No flush between the leads' writes: their events and state moves reach the database
+    # together, at the next read.
+    with uow.session.no_autoflush:
+        for target in locked.leads:
+            target_effect = effect if target is lead else decide(target.reply_state)
+            before = target.reply_state
+            _apply(uow, target, row, target_effect, reply, outcome, locked)
+            # The matched lead's thread tells about the reply; another product gets a thread of
+            # its own only when it now waits for a person too (an absence past the pause limit).
+            if target_effect.notify and (target is lead or target_effect.new_state is ReplyState.HELD):
+                waiting.append((target, target_effect, before))
     outcome.lead_state = lead.reply_state
     _suppress(uow, effect.suppress, addresses, bounced, reply.kind)
-    outcome.other_products = _other_products(uow, contact.id, lead.id)
+    others = other_leads(uow.session, contact.id, lead.id)
+    outcome.other_products = [{"product": p.product, "reply_state": p.state} for p in others]
     # The hand-off: a rescue thread and its notice (the outbox entry) for every lead that now
-    # waits for a person, in this same transaction.
-    _hand_over(uow, row, reply, waiting, outcome, settings)
+    # waits for a person, in this same transaction. The matched lead's thread reuses what was
+    # read above instead of reading it again.
+    preread = Preread(
+        addresses=tuple(addresses),
+        other_products=tuple(p for p in others if p.state in LIVE),
+        has_thread=locked.has_thread(lead),
+    )
+    _hand_over(uow, row, reply, waiting, outcome, settings, preread)
     if hooks is not None:
         hooks.at("after_reply_handover")
     return outcome
@@ -198,6 +202,7 @@ def _hand_over(
     waiting: list[tuple[m.Lead, ReplyEffect, str]],
     outcome: ReplyOutcome,
     settings: Settings,
+    preread: Preread,
 ) -> None:
     for target, effect, before in waiting:
         mine = target.id == row.lead_id
@@ -230,6 +235,7 @@ def _hand_over(
                 crossed=crossed,
             ),
             settings=settings,
+            preread=preread if mine else None,
         )
         if mine:
             outcome.thread_id, outcome.notice_id = ref.id, ref.notice_id
@@ -242,6 +248,7 @@ def _apply(
     effect: ReplyEffect,
     incoming: IncomingReply,
     outcome: ReplyOutcome,
+    locked: _Locked,
 ) -> None:
     now = uow.clock.now()
     previous = lead.reply_state
@@ -254,15 +261,16 @@ def _apply(
         lead.hold_reason = effect.hold_reason
     if effect.new_state is ReplyState.OUT_OF_OFFICE:
         lead.paused_until = effect.paused_until
-    thread_versions.bump(
-        uow.session,
-        workspace_id=uow.workspace_id,
-        now=now,
-        lead_id=lead.id,
-        kind="message",
-        summary=thread_versions.message_summary(incoming.from_address, incoming.kind, incoming.text)
-        + (f" (lead {previous} -> {lead.reply_state})" if lead.reply_state != previous else ""),
-    )
+    if locked.has_thread(lead):  # (a lead without a thread has no version to move)
+        thread_versions.bump(
+            uow.session,
+            workspace_id=uow.workspace_id,
+            now=now,
+            lead_id=lead.id,
+            kind="message",
+            summary=thread_versions.message_summary(incoming.from_address, incoming.kind, incoming.text)
+            + (f" (lead {previous} -> {lead.reply_state})" if lead.reply_state != previous else ""),
+        )
     uow.add_event(
         "reply_recorded",
         lead_id=lead.id,
@@ -277,9 +285,42 @@ def _apply(
         cancelled, in_flight = cancel_queued_steps(uow, lead.id, reason=f"reply:{incoming.kind}")
         outcome.cancelled += cancelled
         outcome.in_flight += in_flight
-        outcome.crossed += _crossed(uow, lead.id, incoming.received_at)
+        if locked.sent_since_reply(lead):
+            outcome.crossed += _crossed(uow, lead.id, incoming.received_at)
     elif effect.paused_until is not None:
         outcome.rescheduled += pause_steps(uow, lead, effect.paused_until)
+
+
+def _cancel_steps_statement() -> Any:
+    """One statement for both (a CASE per column), RETURNING what each row became. Built once:
+    building a statement costs more CPU than running it (bound values: lead, why, at)."""
+    sending = m.Step.state == StepState.SENDING
+
+    def unless_sending(value: Any, column: Any) -> Any:
+        # A step being sent keeps its state and claim: it is only asked to stop (and is then
+        # never retried); every other queued step is cancelled.
+        return case((sending, column), else_=value)
+
+    return (
+        update(m.Step)
+        .where(
+            m.Step.lead_id == bindparam("lead"),
+            m.Step.state.in_([*step_move(CANCELLABLE, StepState.CANCELLED), StepState.SENDING]),
+        )
+        .values(
+            state=unless_sending(StepState.CANCELLED, m.Step.state),
+            claim_token=unless_sending(None, m.Step.claim_token),
+            lease_until=unless_sending(None, m.Step.lease_until),
+            cancel_requested=case((sending, True), else_=m.Step.cancel_requested),
+            cancel_reason=bindparam("why"),
+            updated_at=bindparam("at"),
+        )
+        .returning(m.Step.state)
+        .execution_options(synchronize_session=False)
+    )
+
+
+_CANCEL_STEPS = _cancel_steps_statement()
 
 
 def cancel_queued_steps(uow: UnitOfWork, lead_id: int, *, reason: str) -> tuple[int, int]:
@@ -287,42 +328,27 @@ def cancel_queued_steps(uow: UnitOfWork, lead_id: int, *, reason: str) -> tuple[
 
     Returns (cancelled, in_flight). Must run under the lead lock (see UnitOfWork.lock_leads).
     """
-    now = uow.clock.now()
-    cancelled = uow.session.execute(
-        update(m.Step)
-        .where(m.Step.lead_id == lead_id, m.Step.state.in_(step_move(CANCELLABLE, StepState.CANCELLED)))
-        .values(
-            state=StepState.CANCELLED,
-            cancel_reason=reason,
-            claim_token=None,
-            lease_until=None,
-            updated_at=now,
-        )
-        .execution_options(synchronize_session=False)
-    ).rowcount  # type: ignore[attr-defined]
-    in_flight = uow.session.execute(
-        update(m.Step)
-        .where(m.Step.lead_id == lead_id, m.Step.state == StepState.SENDING)
-        .values(cancel_requested=True, cancel_reason=reason, updated_at=now)
-        .execution_options(synchronize_session=False)
-    ).rowcount  # type: ignore[attr-defined]
+    params = {"lead": lead_id, "why": reason, "at": uow.clock.now()}
+    states = uow.session.execute(_CANCEL_STEPS, params).scalars().all()
+    cancelled = sum(1 for state in states if state == StepState.CANCELLED)
+    in_flight = len(states) - cancelled
     if cancelled or in_flight:
         uow.add_event("steps_cancelled", lead_id=lead_id, count=cancelled, in_flight=in_flight, reason=reason)
     return cancelled, in_flight
 
 
 def _crossed(uow: UnitOfWork, lead_id: int, received_at: datetime) -> list[str]:
-    """Steps that went out after the reply arrived (the send was already under way)."""
-    rows = uow.session.scalars(
-        select(m.Step).where(
-            m.Step.lead_id == lead_id,
-            m.Step.state == StepState.SENT,
-            m.Step.sent_at >= received_at,
-        )
-    ).all()
-    for step in rows:
-        step.crossed = True
-    return [s.message_id for s in rows]
+    """Steps that went out after the reply arrived (the send was already under way): marked
+    crossed, their Message-IDs returned, in one statement."""
+    return list(
+        uow.session.execute(
+            update(m.Step)
+            .where(m.Step.lead_id == lead_id, m.Step.state == StepState.SENT, m.Step.sent_at >= received_at)
+            .values(crossed=True)
+            .returning(m.Step.message_id)
+            .execution_options(synchronize_session=False)
+        ).scalars()
+    )
 
 
 def _crossed_before(
@@ -345,24 +371,23 @@ def _crossed_before(
 
 def pause_steps(uow: UnitOfWork, lead: m.Lead, until: datetime) -> int:
     """Move the lead's waiting steps after `until`, keeping their spacing; nothing is cancelled."""
-    steps = list(
-        uow.session.scalars(
-            select(m.Step)
-            .where(
-                m.Step.lead_id == lead.id,
-                m.Step.state.in_([StepState.SCHEDULED, StepState.CLAIMED, StepState.AWAITING_APPROVAL]),
-            )
-            .order_by(m.Step.due_at)
+    # The steps with their campaigns (window, time zone) in one query.
+    rows = uow.session.execute(
+        select(m.Step, m.Campaign)
+        .join(m.Enrollment, m.Enrollment.id == m.Step.enrollment_id)
+        .join(m.Campaign, m.Campaign.id == m.Enrollment.campaign_id)
+        .where(
+            m.Step.lead_id == lead.id,
+            m.Step.state.in_([StepState.SCHEDULED, StepState.CLAIMED, StepState.AWAITING_APPROVAL]),
         )
-    )
-    by_enrollment: dict[int, list[m.Step]] = {}
-    for step in steps:
-        by_enrollment.setdefault(step.enrollment_id, []).append(step)
+        .order_by(m.Step.due_at)
+    ).all()
+    steps = [step for step, _ in rows]
+    by_enrollment: dict[int, tuple[m.Campaign, list[m.Step]]] = {}
+    for step, campaign in rows:
+        by_enrollment.setdefault(step.enrollment_id, (campaign, []))[1].append(step)
     contact = uow.session.get_one(m.Contact, lead.contact_id)
-    for enrollment_id, group in by_enrollment.items():
-        campaign = uow.session.get_one(
-            m.Campaign, uow.session.get_one(m.Enrollment, enrollment_id).campaign_id
-        )
+    for campaign, group in by_enrollment.values():
         zone = load_zone(contact.timezone or campaign.timezone)
         new = shift_after_pause([s.due_at for s in group], until, campaign_window(campaign), zone)
         for step, due in zip(group, new, strict=True):
@@ -399,11 +424,70 @@ def _suppress(uow: UnitOfWork, how: Suppress, addresses: list[str], bounced: str
             uow.add_event("address_suppressed", address=address, reason=kind)
 
 
-def _contact_lead_ids(uow: UnitOfWork, contact_id: int) -> list[int]:
-    return list(
-        uow.session.scalars(
-            select(m.Lead.id).where(m.Lead.contact_id == contact_id, m.Lead.workspace_id == uow.workspace_id)
+@dataclass(frozen=True, slots=True)
+class _Locked:
+    leads: list[m.Lead]  # in id order, the matched lead among them
+    lead: m.Lead
+    contact: m.Contact
+    with_thread: frozenset[int]  # leads with a rescue thread (any state)
+    sent_since: frozenset[int]  # leads with a step sent at or after the reply was received
+
+    def has_thread(self, lead: m.Lead) -> bool:
+        return lead.id in self.with_thread
+
+    def sent_since_reply(self, lead: m.Lead) -> bool:
+        return lead.id in self.sent_since
+
+
+def _locking_read(contact_wide: bool) -> Any:
+    """`_lock_and_read`'s statement, built once per shape (bound values: lead, workspace,
+    received)."""
+    same_contact = aliased(m.Lead)
+    which = (
+        m.Lead.contact_id
+        == select(same_contact.contact_id).where(same_contact.id == bindparam("lead")).scalar_subquery()
+        if contact_wide
+        else m.Lead.id == bindparam("lead")
+    )
+    has_thread = exists().where(m.RescueThread.lead_id == m.Lead.id).correlate(m.Lead)
+    sent_since = (
+        exists()
+        .where(
+            m.Step.lead_id == m.Lead.id,
+            m.Step.state == StepState.SENT,
+            m.Step.sent_at >= bindparam("received", type_=m.Step.sent_at.type),
         )
+        .correlate(m.Lead)
+    )
+    return (
+        select(m.Lead, m.Contact, has_thread, sent_since)
+        .join(m.Contact, m.Contact.id == m.Lead.contact_id)
+        .where(which, m.Lead.workspace_id == bindparam("workspace"))
+        .order_by(m.Lead.id)
+        .with_for_update(of=m.Lead)  # PostgreSQL; SQLite holds the write lock already
+        .execution_options(populate_existing=True)
+    )
+
+
+_LOCKING_READ = {wide: _locking_read(wide) for wide in (False, True)}
+
+
+def _lock_and_read(uow: UnitOfWork, lead_id: int, *, contact_wide: bool, received_at: datetime) -> _Locked:
+    """The matched lead, or every lead of its contact, read under its lock in id order (so two
+    transactions never wait on each other in a cycle), with the contact, whether each lead has
+    a thread yet and whether one of its steps went out after the reply arrived (a crossing):
+    one statement, fresh from the database (`populate_existing`)."""
+    params = {"lead": lead_id, "workspace": uow.workspace_id, "received": received_at}
+    rows = uow.session.execute(_LOCKING_READ[contact_wide], params).all()
+    lead = next((row[0] for row in rows if row[0].id == lead_id), None)
+    if lead is None:
+        raise LookupError("lead not in this workspace")
+    return _Locked(
+        leads=[row[0] for row in rows],
+        lead=lead,
+        contact=rows[0][1],
+        with_thread=frozenset(row[0].id for row in rows if row[2]),
+        sent_since=frozenset(row[0].id for row in rows if row[3]),
     )
 
 
@@ -414,16 +498,6 @@ def _campaign_zone(uow: UnitOfWork, lead_id: int) -> str | None:
         .where(m.Enrollment.lead_id == lead_id)
         .limit(1)
     )
-
-
-def _other_products(uow: UnitOfWork, contact_id: int, lead_id: int) -> list[dict[str, Any]]:
-    rows = uow.session.execute(
-        select(m.Product.name, m.Lead.reply_state)
-        .join(m.Lead, m.Lead.product_id == m.Product.id)
-        .where(m.Lead.contact_id == contact_id, m.Lead.id != lead_id)
-        .order_by(m.Product.name)
-    ).all()
-    return [{"product": name, "reply_state": state} for name, state in rows]
 
 
 def hold_probable(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -88,8 +89,12 @@ def queue_notice(
     settings: Settings,
     *,
     created: bool,
+    before_logged: Callable[[], None] | None = None,
 ) -> int:
-    """Write the notice (the outbox entry) for `thread`. The caller's transaction commits it."""
+    """Write the notice (the outbox entry) for `thread`. The caller's transaction commits it.
+
+    `before_logged`: what the caller writes before the notice's own event (its thread's event),
+    so both events go to the database in one statement, in that order."""
     notice = m.Notice(
         workspace_id=thread.workspace_id,
         lead_id=thread.lead_id,
@@ -102,6 +107,8 @@ def queue_notice(
     )
     session.add(notice)
     session.flush()
+    if before_logged is not None:
+        before_logged()
     session.add(
         m.Event(
             workspace_id=thread.workspace_id,

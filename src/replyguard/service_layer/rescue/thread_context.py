@@ -3,11 +3,11 @@ lead's other products with their next step, and the recommended next step built 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select, true
 from sqlalchemy.orm import Session
 
 from replyguard.adapters.db import models as m
@@ -42,26 +42,32 @@ class ThreadContext:
     own_addresses: frozenset[str]
     last_subject: str | None
     other_products: tuple[OtherProduct, ...]
+    #: Steps of the lead whose outcome is unknown, when read with the context (`load_context`);
+    #: None: `thread_facts` counts them itself. Not part of what a context is equal to.
+    unknown_steps: int | None = field(default=None, compare=False)
 
     @property
     def contact(self) -> str:
         return f"{self.name} <{self.email}>" if self.name else self.email
 
 
-def load_context(session: Session, workspace_id: int, lead_id: int) -> ThreadContext:
-    lead = session.get_one(m.Lead, lead_id)
-    if lead.workspace_id != workspace_id:
-        raise LookupError(f"lead {lead_id} is not in this workspace")
-    contact = session.get_one(m.Contact, lead.contact_id)
-    addresses = list(
-        session.scalars(
-            select(m.ContactAddress.address)
-            .where(m.ContactAddress.contact_id == contact.id)
-            .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
-        )
-    )
-    # The product, every campaign with its mailbox and the last subject sent, in one round trip:
-    # a thread is opened inside the reply's transaction, where each statement is latency.
+@dataclass(frozen=True, slots=True)
+class Preread:
+    """What the caller has already read in this transaction, under the lead lock, so that the
+    context is not read twice: the reply transaction, where each statement is latency. Read the
+    same way as `load_context` reads them (the primary address first; the live other products)."""
+
+    addresses: tuple[str, ...] | None = None
+    other_products: tuple[OtherProduct, ...] | None = None
+    #: False: the lead has no thread at all (read under its lock), so there is none to update.
+    has_thread: bool | None = None
+
+
+def _context_rows() -> Any:
+    """The product, every campaign with its mailbox, the last subject sent and the steps of
+    unknown outcome, in one round trip: a thread is opened inside the reply's transaction,
+    where each statement is latency. Built once (bound value: lead): building a statement costs
+    more CPU than running it."""
     last_sent = (
         select(m.Step.subject)
         .where(m.Step.lead_id == m.Lead.id, m.Step.state == StepState.SENT)
@@ -70,11 +76,19 @@ def load_context(session: Session, workspace_id: int, lead_id: int) -> ThreadCon
         .correlate(m.Lead)
         .scalar_subquery()
     )
-    rows = session.execute(
+    unknown = (
+        select(func.count())
+        .select_from(m.Step)
+        .where(m.Step.lead_id == m.Lead.id, m.Step.state == StepState.UNKNOWN)
+        .correlate(m.Lead)
+        .scalar_subquery()
+    )
+    return (
         select(
             m.Product.id,
             m.Product.name,
             last_sent,
+            unknown,
             m.Campaign.id,
             m.Campaign.name,
             m.Campaign.owner,
@@ -87,11 +101,34 @@ def load_context(session: Session, workspace_id: int, lead_id: int) -> ThreadCon
         .outerjoin(m.Enrollment, m.Enrollment.lead_id == m.Lead.id)
         .outerjoin(m.Campaign, m.Campaign.id == m.Enrollment.campaign_id)
         .outerjoin(m.Mailbox, m.Mailbox.id == m.Campaign.mailbox_id)
-        .where(m.Lead.id == lead.id)
+        .where(m.Lead.id == bindparam("lead"))
         .order_by(m.Enrollment.id)
-    ).all()
-    product_id, product_name, last_subject = rows[0][0], rows[0][1], rows[0][2]
-    campaigns = [row[3:] for row in rows if row[3] is not None]
+    )
+
+
+_CONTEXT_ROWS = _context_rows()
+
+
+def load_context(
+    session: Session, workspace_id: int, lead_id: int, preread: Preread | None = None
+) -> ThreadContext:
+    lead = session.get_one(m.Lead, lead_id)
+    if lead.workspace_id != workspace_id:
+        raise LookupError(f"lead {lead_id} is not in this workspace")
+    contact = session.get_one(m.Contact, lead.contact_id)
+    known = preread or Preread()
+    addresses = list(
+        known.addresses
+        if known.addresses is not None
+        else session.scalars(
+            select(m.ContactAddress.address)
+            .where(m.ContactAddress.contact_id == contact.id)
+            .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
+        )
+    )
+    rows = session.execute(_CONTEXT_ROWS, {"lead": lead.id}).all()
+    product_id, product_name, last_subject, unknown_steps = rows[0][:4]
+    campaigns = [row[4:] for row in rows if row[4] is not None]
     first = campaigns[0] if campaigns else None
     return ThreadContext(
         lead_id=lead.id,
@@ -111,12 +148,20 @@ def load_context(session: Session, workspace_id: int, lead_id: int) -> ThreadCon
         owner=(first[2] if first else None) or contact.owner or "owner@unknown.invalid",
         own_addresses=frozenset(addresses) | {c[4] for c in campaigns},
         last_subject=last_subject,
-        other_products=other_products(session, contact.id, lead.id),
+        unknown_steps=int(unknown_steps or 0),
+        other_products=known.other_products
+        if known.other_products is not None
+        else other_products(session, contact.id, lead.id),
     )
 
 
 def other_products(session: Session, contact_id: int, lead_id: int) -> tuple[OtherProduct, ...]:
     """The contact's other leads that may still send or wait for a person, with their next step."""
+    return other_leads(session, contact_id, lead_id, live_only=True)
+
+
+def _other_leads(live_only: bool) -> Any:
+    """`other_leads`' statement, built once per shape (bound values: contact, lead)."""
 
     def next_queued(column: Any) -> Any:
         return (
@@ -128,12 +173,24 @@ def other_products(session: Session, contact_id: int, lead_id: int) -> tuple[Oth
             .scalar_subquery()
         )
 
-    rows = session.execute(
+    return (
         select(m.Product.name, m.Lead.reply_state, next_queued(m.Step.due_at), next_queued(m.Step.subject))
         .join(m.Product, m.Product.id == m.Lead.product_id)
-        .where(m.Lead.contact_id == contact_id, m.Lead.id != lead_id, m.Lead.reply_state.in_(LIVE))
+        .where(m.Lead.contact_id == bindparam("contact"), m.Lead.id != bindparam("lead"))
+        .where(m.Lead.reply_state.in_(LIVE) if live_only else true())
         .order_by(m.Product.name)
-    ).all()
+    )
+
+
+_OTHER_LEADS = {live: _other_leads(live) for live in (False, True)}
+
+
+def other_leads(
+    session: Session, contact_id: int, lead_id: int, *, live_only: bool = False
+) -> tuple[OtherProduct, ...]:
+    """The contact's other leads (every state, or only the live ones) with their next step,
+    ordered by product."""
+    rows = session.execute(_OTHER_LEADS[live_only], {"contact": contact_id, "lead": lead_id}).all()
     found = [OtherProduct(name, state, due, subject) for name, state, due, subject in rows]
     return tuple(found)
 
@@ -184,7 +241,12 @@ def thread_facts(
         recommended=tuple(recommended),
         # A thread not yet written has no answer to wait on (one query less in the reply tx).
         waiting_on_them=thread.id is not None and waiting_on_them(session, thread.id),
-        unknown_outcome=count_unknown_steps(session, thread.lead_id) > 0,
+        unknown_outcome=(
+            context.unknown_steps
+            if context.unknown_steps is not None
+            else count_unknown_steps(session, thread.lead_id)
+        )
+        > 0,
     )
 
 

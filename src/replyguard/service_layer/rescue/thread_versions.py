@@ -121,6 +121,28 @@ def bump(
                 db.expire(obj, ["version"])
 
 
+#: A new thread's version after its first move (the row starts at 1, as `bump` would leave it).
+FIRST_MOVE = 2
+
+
+def log_first_move(
+    session: Session, thread: m.RescueThread, *, now: datetime, kind: str, summary: str
+) -> None:
+    """`bump` for a thread created in this transaction with `version = FIRST_MOVE`: its change
+    line only, written with the next flush (no UPDATE of a row just inserted)."""
+    session.add(
+        m.ThreadChange(
+            workspace_id=thread.workspace_id,
+            thread_id=thread.id,
+            version=FIRST_MOVE,
+            kind=kind,
+            by=None,
+            summary=summary[:_SUMMARY],
+            at=now,
+        )
+    )
+
+
 def current(db: Session | Connection, workspace_id: int, thread_id: int) -> int:
     found = db.execute(
         select(_T.c.version).where(_T.c.id == thread_id, _T.c.workspace_id == workspace_id)

@@ -31,7 +31,12 @@ from replyguard.domain.intent import IntentResult, detect_intent
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.states import ReplyKind, ThreadState
 from replyguard.service_layer.rescue import notices, thread_versions
-from replyguard.service_layer.rescue.thread_context import ThreadContext, load_context, next_step_for
+from replyguard.service_layer.rescue.thread_context import (
+    Preread,
+    ThreadContext,
+    load_context,
+    next_step_for,
+)
 from replyguard.settings import Settings
 
 
@@ -67,14 +72,26 @@ class ThreadRef:
 
 
 def open_thread(
-    session: Session, *, workspace_id: int, now: datetime, lead_id: int, handoff: Handoff, settings: Settings
+    session: Session,
+    *,
+    workspace_id: int,
+    now: datetime,
+    lead_id: int,
+    handoff: Handoff,
+    settings: Settings,
+    preread: Preread | None = None,
 ) -> ThreadRef:
     """Open (or update) the thread of `lead_id` for `handoff`, and queue its notice.
 
     Must run under the lead lock, in the transaction that moved the lead. Never commits.
+    `preread`: what the caller already read under that lock (the reply transaction).
     """
-    context = load_context(session, workspace_id, lead_id)
-    thread = _existing(session, workspace_id, lead_id, handoff)
+    context = load_context(session, workspace_id, lead_id, preread)
+    none_yet = preread is not None and preread.has_thread is False
+    if none_yet and handoff.kind is not ThreadKind.PROBABLE_REPLY:
+        thread = None
+    else:
+        thread = _existing(session, workspace_id, lead_id, handoff)
     created = thread is None
     if thread is None:
         thread = m.RescueThread(
@@ -95,27 +112,49 @@ def open_thread(
         )
         session.add(thread)
     _apply(thread, handoff, context, now)
-    thread.next_step, thread.actions = next_step_for(thread, context, now, settings, session)
+    with session.no_autoflush:  # a new thread is written once, with its next step
+        thread.next_step, thread.actions = next_step_for(thread, context, now, settings, session)
+    if created:
+        thread.version = thread_versions.FIRST_MOVE  # its first move, written with the row
     session.flush()
-    if created or handoff.reply_id is None:
-        # A reply moved the versions of the lead's threads already (`replies._apply`); a new
-        # thread, or a hold that is not a message, moves its own here.
+    if created:
         from_reply = handoff.reply_id is not None
+        thread_versions.log_first_move(
+            session,
+            thread,
+            now=now,
+            kind="message" if from_reply else "handoff",
+            summary=_summary(handoff, from_reply),
+        )
+    elif handoff.reply_id is None:
+        # A reply moved the versions of the lead's threads already (`replies._apply`); a new
+        # thread (above), or a hold that is not a message, moves its own here.
         thread_versions.bump(
             session,
             workspace_id=workspace_id,
             now=now,
             thread_id=thread.id,
-            kind="message" if from_reply else "handoff",
-            summary=thread_versions.message_summary(handoff.sender, handoff.kind.value, handoff.text)
-            if from_reply
-            else f"{handoff.kind.value.replace('_', ' ')}: {handoff.reason or ''}".rstrip(": "),
+            kind="handoff",
+            summary=_summary(handoff, from_reply=False),
         )
     ref = ThreadRef(thread.id, created, intent=thread.intent)
-    _event(session, workspace_id, now, thread, created, handoff)
-    if handoff.notify:
-        ref.notice_id = notices.queue_notice(session, thread, context, now, settings, created=created)
+
+    def log() -> None:
+        _event(session, workspace_id, now, thread, created, handoff)
+
+    if handoff.notify:  # the thread's event, then the notice's, written together
+        ref.notice_id = notices.queue_notice(
+            session, thread, context, now, settings, created=created, before_logged=log
+        )
+    else:
+        log()
     return ref
+
+
+def _summary(handoff: Handoff, from_reply: bool) -> str:
+    if from_reply:
+        return thread_versions.message_summary(handoff.sender, handoff.kind.value, handoff.text)
+    return f"{handoff.kind.value.replace('_', ' ')}: {handoff.reason or ''}".rstrip(": ")
 
 
 def open_thread_on(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import base_address, domain_of, normalize_address
@@ -208,15 +208,16 @@ def find_lead(uow: UnitOfWork, email: str, product_name: str) -> m.Lead:
     return lead
 
 
+_ADDRESSES = (  # built once (bound value: contact); the reply transaction reads it each time
+    select(m.ContactAddress.address)
+    .where(m.ContactAddress.contact_id == bindparam("contact"))
+    .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
+)
+
+
 def contact_addresses(uow: UnitOfWork, contact_id: int) -> list[str]:
     """Every address of the contact, the primary first."""
-    return list(
-        uow.session.scalars(
-            select(m.ContactAddress.address)
-            .where(m.ContactAddress.contact_id == contact_id)
-            .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
-        )
-    )
+    return list(uow.session.scalars(_ADDRESSES, {"contact": contact_id}))
 
 
 def primary_address(uow: UnitOfWork, contact_id: int) -> str:

@@ -1,0 +1,85 @@
+"""The reply transaction's round trips, counted (issue 25): every statement it sends to the
+database, by an engine listener. The counts are exact on purpose: a change that adds a statement
+to the reply transaction fails here until the expected count below is raised on purpose (and
+docs/benchmarks.md says why). Fewer statements fail too: lower the count to lock the gain in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import event, select
+
+from replyguard.adapters.db import models as m
+from replyguard.bootstrap import App
+from replyguard.domain.clock import FixedClock
+from replyguard.domain.states import ReplyKind
+from replyguard.service_layer.inbound.replies import IncomingReply, record_reply
+from replyguard.service_layer.workspace.leads import find_lead
+from tests.support.scenario import FORECASTING, REPORTS, load_examples, run_days
+
+PRIYA = "priya@fernhollow.test"
+
+#: Statements of one reply transaction, COMMIT not included (SQLite's BEGIN IMMEDIATE is).
+EXPECTED = {
+    # A person answers. On PostgreSQL: the lead read under its lock (with its contact, whether
+    # it has a thread, whether a step crossed the reply); its addresses; INSERT reply; one
+    # UPDATE cancels the steps; the events and the lead's move (2); the contact's other
+    # products; the thread's context; INSERT thread, notice, thread change, events (4).
+    ("human_reply", "sqlite"): 15,
+    ("human_reply", "postgresql"): 12,
+    # An unsubscribe: every lead of the contact locked and stopped, the addresses suppressed.
+    ("unsubscribe", "sqlite"): 23,
+    ("unsubscribe", "postgresql"): 16,
+    # A short absence: the steps of both products move after the return date (each lead's
+    # steps read with their campaigns in one query); nobody is told.
+    ("out_of_office", "sqlite"): 14,
+    ("out_of_office", "postgresql"): 10,
+}
+
+
+@contextmanager
+def counted(app: App) -> Iterator[list[str]]:
+    seen: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
+        seen.append(" ".join(statement.split())[:120])
+
+    event.listen(app.engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        event.remove(app.engine, "before_cursor_execute", count)
+
+
+@pytest.mark.parametrize("kind", ["human_reply", "unsubscribe", "out_of_office"])
+def test_the_reply_transaction_sends_the_expected_statements(app: App, clock: FixedClock, kind: str) -> None:
+    load_examples(app)
+    run_days(app, clock, 1)  # the first emails went out: there is something to cancel or move
+    with app.uow() as uow:
+        lead_id = find_lead(uow, PRIYA, REPORTS).id
+    back = clock.now().date() + timedelta(days=3) if kind == "out_of_office" else None
+    incoming = IncomingReply(
+        kind=ReplyKind(kind), received_at=clock.now(), return_date=back, from_address=PRIYA
+    )
+    with app.uow() as uow, counted(app) as statements:
+        outcome = record_reply(uow, lead_id, incoming, app.settings)
+        uow.commit()
+    # It did the whole job (the counts are of a transaction that did its work).
+    with app.uow() as uow:
+        lead = uow.session.get_one(m.Lead, lead_id)
+        other = find_lead(uow, PRIYA, FORECASTING)
+        assert lead.last_reply_id == outcome.reply_id
+        if kind == "human_reply":
+            assert outcome.cancelled == 2 and outcome.notice_id is not None
+            assert uow.session.get_one(m.Notice, outcome.notice_id).thread_id == outcome.thread_id
+        elif kind == "unsubscribe":
+            assert (lead.reply_state, other.reply_state) == ("unsubscribed", "unsubscribed")
+            assert PRIYA in set(uow.session.scalars(select(m.Suppression.address)))
+        else:
+            assert outcome.rescheduled >= 2 and isinstance(back, date)
+    dialect = app.engine.dialect.name
+    assert len(statements) == EXPECTED[(kind, dialect)], "\n".join(statements)
