@@ -170,9 +170,10 @@ def state_off_the_lead(monkeypatch: pytest.MonkeyPatch) -> None:
         effect: ReplyEffect,
         incoming: IncomingReply,
         outcome: ReplyOutcome,
+        *rest: object,
     ) -> None:
         before = lead.reply_state
-        apply(uow, lead, row, effect, incoming, outcome)
+        apply(uow, lead, row, effect, incoming, outcome, *rest)
         if incoming.kind is ReplyKind.HUMAN_REPLY:
             lead.reply_state = before
 

@@ -439,9 +439,9 @@ class _Locked:
         return lead.id in self.sent_since
 
 
-def _locking_read(contact_wide: bool) -> Any:
-    """`_lock_and_read`'s statement, built once per shape (bound values: lead, workspace,
-    received)."""
+def _locking_read(contact_wide: bool) -> tuple[Any, Any]:
+    """`_lock_and_read`'s statements, built once per shape (bound values: lead, workspace,
+    received): the lock, and the read."""
     same_contact = aliased(m.Lead)
     which = (
         m.Lead.contact_id
@@ -459,14 +459,20 @@ def _locking_read(contact_wide: bool) -> Any:
         )
         .correlate(m.Lead)
     )
-    return (
+    read = (
         select(m.Lead, m.Contact, has_thread, sent_since)
         .join(m.Contact, m.Contact.id == m.Lead.contact_id)
         .where(which, m.Lead.workspace_id == bindparam("workspace"))
         .order_by(m.Lead.id)
-        .with_for_update(of=m.Lead)  # PostgreSQL; SQLite holds the write lock already
         .execution_options(populate_existing=True)
     )
+    lock = (
+        select(m.Lead.id)
+        .where(which, m.Lead.workspace_id == bindparam("workspace"))
+        .order_by(m.Lead.id)
+        .with_for_update()
+    )
+    return lock, read
 
 
 _LOCKING_READ = {wide: _locking_read(wide) for wide in (False, True)}
@@ -476,9 +482,18 @@ def _lock_and_read(uow: UnitOfWork, lead_id: int, *, contact_wide: bool, receive
     """The matched lead, or every lead of its contact, read under its lock in id order (so two
     transactions never wait on each other in a cycle), with the contact, whether each lead has
     a thread yet and whether one of its steps went out after the reply arrived (a crossing):
-    one statement, fresh from the database (`populate_existing`)."""
+    one statement, fresh from the database (`populate_existing`).
+
+    On PostgreSQL the lock is its own statement first: a statement that waited for a row lock
+    still reads the other tables as they were when it began, so a send the worker committed
+    while this transaction waited for the lead would be missed as a crossing (and a thread
+    it opened as existing). The read after the lock starts after that commit. SQLite's write
+    lock is held from the transaction's start, so there one statement reads fresh."""
     params = {"lead": lead_id, "workspace": uow.workspace_id, "received": received_at}
-    rows = uow.session.execute(_LOCKING_READ[contact_wide], params).all()
+    lock, read = _LOCKING_READ[contact_wide]
+    if uow.postgres:
+        uow.session.execute(lock, {"lead": lead_id, "workspace": uow.workspace_id})
+    rows = uow.session.execute(read, params).all()
     lead = next((row[0] for row in rows if row[0].id == lead_id), None)
     if lead is None:
         raise LookupError("lead not in this workspace")
