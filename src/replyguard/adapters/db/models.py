@@ -195,6 +195,16 @@ class Lead(Base):
         UniqueConstraint("contact_id", "product_id"),
         # The few leads of a product that wait (held, away): the campaign page's "held" queue.
         Index("ix_leads_product_state", "product_id", "reply_state"),
+        # A run's canary leads, found by the audit. Partial: the index holds only canaries, so
+        # the worker's claim (`audit_run_id IS NULL`) can never be planned through it. Without
+        # statistics (a campaign imported a moment ago) PostgreSQL did exactly that: a bitmap
+        # scan of every lead for every due step, 308 ms per claim of 20 at 1,500 leads.
+        Index(
+            "ix_leads_audit_run_id",
+            "audit_run_id",
+            postgresql_where=sql_text("audit_run_id IS NOT NULL"),
+            sqlite_where=sql_text("audit_run_id IS NOT NULL"),
+        ),
     )
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
@@ -210,7 +220,7 @@ class Lead(Base):
     # Set on the audit's canary leads only (`replyguard audit`): the run that created them.
     # The worker's normal claim, the notifier, thread lists and config checks leave them out.
     # No foreign key: added to a populated table, and SQLite cannot add one without a copy.
-    audit_run_id: Mapped[int | None] = mapped_column(Id, index=True)
+    audit_run_id: Mapped[int | None] = mapped_column(Id)
     created_at: Mapped[datetime]
 
 

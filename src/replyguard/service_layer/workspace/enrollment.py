@@ -104,6 +104,13 @@ def enroll_leads(
             report.skipped.append((primary_address(uow, lead.contact_id), why))
         else:
             _enroll_one(uow, campaign, steps, mailbox, secret, lead, report)
+    if report.enrolled >= BULK_ENROLMENT:
+        uow.analyze_after_commit("contacts", "leads", "enrollments", "steps")
+
+
+#: Enrolments of at least this many leads refresh the planner's statistics when they commit
+#: (`UnitOfWork.analyze_after_commit`): the worker's first claims come right after them.
+BULK_ENROLMENT = 100
 
 
 def _why_not(uow: UnitOfWork, campaign: m.Campaign, lead: m.Lead, *, allow_parallel: bool) -> str | None:

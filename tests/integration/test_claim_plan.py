@@ -1,0 +1,67 @@
+"""The worker's claim is planned through the leads' primary key, whatever the statistics say
+(issue 25, the guarded send).
+
+A campaign imported a moment ago has no statistics yet. PostgreSQL then planned the claim's
+`leads.audit_run_id IS NULL` through the full index on that column: a bitmap scan of every
+lead for every due step (1,124,060 rows filtered for one claim of 20 at 1,500 leads: 308 ms,
+quadratic in the campaign). The index now holds only the audit's canary leads (partial), so
+no planner can serve `IS NULL` from it. This reads the plan of the real claim statement, as
+the worker sends it, on both databases."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import event
+
+from replyguard.bootstrap import App
+from replyguard.domain.clock import FixedClock
+from replyguard.service_layer.sending.worker import Worker
+from replyguard.service_layer.sending.worker_base import WorkerReport
+from tests.support.scenario import simple_workspace
+
+
+def _claim_statement(app: App) -> tuple[str, Any]:
+    seen: list[tuple[str, Any]] = []
+
+    def grab(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        seen.append((statement, parameters))
+
+    worker = Worker(app)
+    event.listen(app.engine, "before_cursor_execute", grab)
+    try:
+        claims = worker.claim(WorkerReport())
+    finally:
+        event.remove(app.engine, "before_cursor_execute", grab)
+    assert claims, "nothing was due: the scenario did not make a claim"
+    worker.guard.give_back(claims, WorkerReport())
+    statement, parameters = next((s, p) for s, p in seen if "FROM steps" in s and "JOIN leads" in s)
+    return statement, parameters
+
+
+def _plan(app: App, statement: str, parameters: Any) -> str:
+    with app.engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        cursor = raw.cursor()
+        if app.engine.dialect.name == "postgresql":
+            cursor.execute("EXPLAIN (FORMAT JSON) " + statement, parameters)
+            plan = json.dumps(cursor.fetchone()[0])
+        else:
+            cursor.execute("EXPLAIN QUERY PLAN " + statement, parameters)
+            plan = "\n".join(str(row) for row in cursor.fetchall())
+        raw.rollback()
+    return plan
+
+
+def test_the_claim_reaches_leads_by_their_key_before_any_statistics(app: App, clock: FixedClock) -> None:
+    clock.advance(timedelta(hours=4))  # Monday 10:00 UTC, inside the window
+    simple_workspace(app, 300)
+    statement, parameters = _claim_statement(app)
+    assert "audit_run_id IS NULL" in statement  # the condition this is about is still there
+    plan = _plan(app, statement, parameters)
+    assert "ix_leads_audit_run_id" not in plan, plan
+    key = "pk_leads" if app.engine.dialect.name == "postgresql" else "leads USING INTEGER PRIMARY KEY"
+    assert key in plan, plan
