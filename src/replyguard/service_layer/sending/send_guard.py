@@ -34,9 +34,9 @@ from replyguard.domain.smtp_answers import Blame
 from replyguard.domain.states import CANCELLABLE, EnrollmentState, StepState, check_step_move, step_move
 from replyguard.service_layer.sending.send_record import Recorder
 from replyguard.service_layer.sending.worker_base import (
-    _LAST_CHECK,
-    _SEND_ROWS,
+    LAST_CHECK_OF,
     OUT,
+    SEND_ROWS_OF,
     Claim,
     E,
     Handed,
@@ -198,7 +198,7 @@ class SendGuard:
 
         def check() -> None:
             self.ctx.app.hooks.at("before_data")
-            self._refuse_if_changed(claim, conn.execute(_LAST_CHECK.where(S.c.id == claim.step_id)).one())
+            self._refuse_if_changed(claim, conn.execute(LAST_CHECK_OF, {"step_id": claim.step_id}).one())
 
         return check
 
@@ -211,7 +211,7 @@ class SendGuard:
         def check() -> None:
             self.ctx.app.hooks.at("before_data")
             with self.ctx.engine.connect() as conn, conn.begin():
-                row = conn.execute(_LAST_CHECK.where(S.c.id == claim.step_id)).one()
+                row = conn.execute(LAST_CHECK_OF, {"step_id": claim.step_id}).one()
             if row.cancel_requested:
                 raise Stale("a reply arrived after the marker: not sending")
             self._refuse_if_changed(claim, row)
@@ -323,9 +323,7 @@ class SendGuard:
         ctx = self.ctx
         now = ctx.now()
         leads = ctx.lock_leads(conn, [c.lead_id for c in claims])
-        rows = {
-            row.id: row for row in conn.execute(_SEND_ROWS.where(S.c.id.in_([c.step_id for c in claims])))
-        }
+        rows = {row.id: row for row in conn.execute(SEND_ROWS_OF, {"step_ids": [c.step_id for c in claims]})}
         go: list[_Go] = []
         later: dict[datetime, list[Claim]] = {}
         for claim in claims:

@@ -34,7 +34,7 @@ from replyguard.service_layer.sending.send_outcomes import record_send_bounce, s
 from replyguard.service_layer.sending.worker_base import (
     CS,
     CT,
-    EV,
+    EVENT_INSERT,
     OUT,
     SPACING_TOLERANCE,
     C,
@@ -79,40 +79,21 @@ class Recorder:
                 results[claim.step_id] = self._record(conn, claim, handed)
         if not accepted:
             return
-        sent = {
-            row.id: row
-            for row in conn.execute(
-                update(S)
-                .where(
-                    S.c.id.in_([c.step_id for c, _ in accepted]),
-                    S.c.claim_token.in_([c.token for c, _ in accepted]),
-                    in_states(S.c.state, step_move(StepState.SENDING, StepState.SENT)),
-                )
-                .values(
-                    state=StepState.SENT,
-                    sent_at=now,
-                    crossed=S.c.cancel_requested,
-                    lease_until=None,
-                    updated_at=now,
-                    last_error=None,
-                )
-                .returning(S.c.id, S.c.enrollment_id, S.c.position, S.c.cancel_requested)
-            )
+        fence = {
+            "sent_ids": [c.step_id for c, _ in accepted],
+            "sent_tokens": [c.token for c, _ in accepted],
+            "sent_at": now,
         }
+        sent = {row.id: row for row in conn.execute(_SENT, fence)}
         done = [(c, h) for c, h in accepted if c.step_id in sent]
         for claim, handed in accepted:
             if claim.step_id not in sent:
                 results[claim.step_id] = self._late(conn, claim, handed)
         if not done:
             return
+        conn.execute(_ACCEPTED, [{"sid": c.step_id, "ref": h.delivery.ref, "at": now} for c, h in done])
         conn.execute(
-            update(OUT)
-            .where(OUT.c.step_id == bindparam("sid"))
-            .values(status="accepted", accepted_at=now, transport_ref=bindparam("ref")),
-            [{"sid": c.step_id, "ref": h.delivery.ref} for c, h in done],
-        )
-        conn.execute(
-            EV.insert(),
+            EVENT_INSERT,
             [
                 {
                     "workspace_id": ctx.ws,
@@ -330,34 +311,7 @@ class Recorder:
     def _after_sent_many(self, conn: Connection, sent: list[tuple[int, int]], now: datetime) -> None:
         """Move each next step to its wait after this send (so `leads show` tells the truth; the
         claim enforces the spacing exactly), and complete enrollments with nothing left."""
-        rows = conn.execute(
-            select(
-                S.c.id,
-                S.c.enrollment_id,
-                S.c.position,
-                S.c.due_at,
-                CS.c.wait_seconds,
-                CS.c.wait_days,
-                CT.c.timezone,
-                C.c.timezone.label("campaign_tz"),
-                C.c.window_days,
-                C.c.window_start,
-                C.c.window_end,
-            )
-            .select_from(
-                S.join(CS, CS.c.id == S.c.campaign_step_id)
-                .join(E, E.c.id == S.c.enrollment_id)
-                .join(C, C.c.id == E.c.campaign_id)
-                .join(L, L.c.id == S.c.lead_id)
-                .join(CT, CT.c.id == L.c.contact_id)
-            )
-            .where(
-                # By enrollment (an index prefix); the position is picked below. A row-value
-                # IN over (enrollment, position) pairs is not planned as an index lookup.
-                S.c.enrollment_id.in_({e for e, _ in sent}),
-                S.c.state.in_([StepState.SCHEDULED, StepState.AWAITING_APPROVAL]),
-            )
-        ).all()
+        rows = conn.execute(_NEXT_STEPS, {"enrollment_ids": sorted({e for e, _ in sent})}).all()
         wanted = {(e, p + 1) for e, p in sent}
         rows = [row for row in rows if (row.enrollment_id, row.position) in wanted]
         moves = []
@@ -373,6 +327,65 @@ class Recorder:
             if due > nxt.due_at + SPACING_TOLERANCE:
                 moves.append({"sid": nxt.id, "due": due})
         if moves:
-            conn.execute(update(S).where(S.c.id == bindparam("sid")).values(due_at=bindparam("due")), moves)
+            conn.execute(_MOVE_DUE, moves)
         waiting = {nxt.enrollment_id for nxt in rows}
         self.ctx.complete_finished(conn, {e for e, _ in sent if e not in waiting})
+
+
+# The statements of an acceptance, built once (see worker_base: "The send path's statements").
+_SENT_AT = bindparam("sent_at", type_=S.c.sent_at.type)
+#: SENDING -> SENT, fenced on the claims' tokens; a step a reply asked to cancel meanwhile is
+#: marked crossed (SQLite: the lead lock could not be held across the transport call).
+_SENT = (
+    update(S)
+    .where(
+        S.c.id.in_(bindparam("sent_ids", expanding=True)),
+        S.c.claim_token.in_(bindparam("sent_tokens", expanding=True)),
+        in_states(S.c.state, step_move(StepState.SENDING, StepState.SENT)),
+    )
+    .values(
+        state=StepState.SENT,
+        sent_at=_SENT_AT,
+        crossed=S.c.cancel_requested,
+        lease_until=None,
+        updated_at=_SENT_AT,
+        last_error=None,
+    )
+    .returning(S.c.id, S.c.enrollment_id, S.c.position, S.c.cancel_requested)
+)
+#: The outbound row of each accepted email (one row per executemany parameter set).
+_ACCEPTED = (
+    update(OUT)
+    .where(OUT.c.step_id == bindparam("sid"))
+    .values(status="accepted", accepted_at=bindparam("at"), transport_ref=bindparam("ref"))
+)
+#: The steps after the ones just sent, with what their wait needs. By enrollment (an index
+#: prefix); the position is picked in Python: a row-value IN over (enrollment, position)
+#: pairs is not planned as an index lookup.
+_NEXT_STEPS = (
+    select(
+        S.c.id,
+        S.c.enrollment_id,
+        S.c.position,
+        S.c.due_at,
+        CS.c.wait_seconds,
+        CS.c.wait_days,
+        CT.c.timezone,
+        C.c.timezone.label("campaign_tz"),
+        C.c.window_days,
+        C.c.window_start,
+        C.c.window_end,
+    )
+    .select_from(
+        S.join(CS, CS.c.id == S.c.campaign_step_id)
+        .join(E, E.c.id == S.c.enrollment_id)
+        .join(C, C.c.id == E.c.campaign_id)
+        .join(L, L.c.id == S.c.lead_id)
+        .join(CT, CT.c.id == L.c.contact_id)
+    )
+    .where(
+        S.c.enrollment_id.in_(bindparam("enrollment_ids", expanding=True)),
+        S.c.state.in_([StepState.SCHEDULED, StepState.AWAITING_APPROVAL]),
+    )
+)
+_MOVE_DUE = update(S).where(S.c.id == bindparam("sid")).values(due_at=bindparam("due"))

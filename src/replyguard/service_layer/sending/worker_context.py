@@ -25,7 +25,17 @@ from replyguard.domain.send_policy import SendLimits
 from replyguard.domain.states import OPEN, EnrollmentState, StepState, check_step_move, step_move
 from replyguard.service_layer.runtime import Runtime, SentCopies
 from replyguard.service_layer.sending.holds import hold_for_person
-from replyguard.service_layer.sending.worker_base import _SEND_ROWS, EV, OUT, Claim, E, L, S, in_states
+from replyguard.service_layer.sending.worker_base import (
+    _SEND_ROWS,
+    EVENT_INSERT,
+    LOCK_LEADS,
+    OUT,
+    Claim,
+    E,
+    L,
+    S,
+    in_states,
+)
 
 
 class WorkerContext:
@@ -174,14 +184,8 @@ class WorkerContext:
 
     def lock_leads(self, conn: Connection, lead_ids: list[int]) -> dict[int, Any]:
         """Lock lead rows in id order (the order every transaction uses: no deadlock cycles)."""
-        query = (
-            select(L.c.id, L.c.reply_state, L.c.paused_until)
-            .where(L.c.id.in_(sorted(set(lead_ids))))
-            .order_by(L.c.id)
-        )
-        if self.postgres:
-            query = query.with_for_update(key_share=True)
-        return {row.id: row for row in conn.execute(query)}
+        query = LOCK_LEADS["postgresql" if self.postgres else "sqlite"]
+        return {row.id: row for row in conn.execute(query, {"lead_ids": sorted(set(lead_ids))})}
 
     def lock_lead(self, conn: Connection, lead_id: int, *, skip_locked: bool = False) -> Any:
         query = select(L.c.id, L.c.reply_state, L.c.paused_until, L.c.contact_id).where(L.c.id == lead_id)
@@ -261,12 +265,13 @@ class WorkerContext:
         self, conn: Connection, kind: str, lead_id: int | None, step_id: int | None, /, **data: Any
     ) -> None:
         conn.execute(
-            EV.insert().values(
-                workspace_id=self.ws,
-                lead_id=lead_id,
-                step_id=step_id,
-                kind=kind,
-                at=self.now(),
-                data=data,
-            )
+            EVENT_INSERT,
+            {
+                "workspace_id": self.ws,
+                "lead_id": lead_id,
+                "step_id": step_id,
+                "kind": kind,
+                "at": self.now(),
+                "data": data,
+            },
         )
