@@ -13,7 +13,6 @@ get_type_hints), compiling it each time: about 1 ms a command. Names imported fo
 checking only are quoted instead.
 """
 
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -106,6 +105,8 @@ def opts(ctx: typer.Context) -> Options:
 
 
 def emit_json(data: Any) -> None:
+    import json  # here, not at the top: `replyguard --help` never needs it
+
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 

@@ -25,7 +25,6 @@ annotations on every start (app.py says why); names for type checking only are q
 """
 
 import logging
-import socket
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
@@ -35,6 +34,8 @@ import typer
 from replyguard.entrypoints.cli.options import AllowLocalhostUnsubscribe
 
 if TYPE_CHECKING:  # the CLI starts fast: nothing heavy is imported before a command runs
+    import socket
+
     from replyguard.bootstrap import App
     from replyguard.entrypoints.supervisor import Component, Supervisor
     from replyguard.service_layer.rescue.notice_delivery import NoticeDelivery
@@ -143,8 +144,10 @@ def _run_until_stopped(supervisor: "Supervisor", sender: "WorkerPart | None", ba
     return signals.exit_code
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int) -> "socket.socket":
     """Bind here, before any thread starts, so that a busy port is one clear error."""
+    import socket
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -166,7 +169,7 @@ def _bind(host: str, port: int) -> socket.socket:
 
 def _components(
     instance: "App",
-    sock: socket.socket,
+    sock: "socket.socket",
     urls: list[str],
     *,
     worker: bool,
@@ -210,7 +213,7 @@ def _notices(delivery: "NoticeDelivery") -> Run:
     return run
 
 
-def _web(instance: "App", sock: socket.socket) -> Run:
+def _web(instance: "App", sock: "socket.socket") -> Run:
     import uvicorn
 
     from replyguard.entrypoints.cli.serve_cmd import RedactSecrets
