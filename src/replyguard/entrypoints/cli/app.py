@@ -6,11 +6,13 @@ are reported and the exit codes: `entrypoints/cli/errors.py`.
 
 Start-up matters for a tool people type: this module imports only Typer and Rich. SQLAlchemy,
 Alembic and the rest load inside the commands that use them (`replyguard --help` stays fast).
+No `from __future__ import annotations` in the modules whose commands carry inline options
+(this one, audit_cmd, poll_cmd, up_cmd): Typer reads every command's signature on each start
+and evaluates a string annotation four times (twice through inspect.signature, twice through
+get_type_hints), compiling it each time: about 1 ms a command. Names imported for type
+checking only are quoted instead.
 """
 
-from __future__ import annotations
-
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -53,9 +55,9 @@ class Options:
     workspace: str | None
     transport: str | None
     #: Hooks handed to `main` by whoever embeds the command line (the tests' fault worker).
-    hooks: Hooks | None = None
+    hooks: "Hooks | None" = None
 
-    def app(self, *, running_clock: bool = False, worker: bool = False) -> App:
+    def app(self, *, running_clock: bool = False, worker: bool = False) -> "App":
         from replyguard.bootstrap import bootstrap
 
         try:
@@ -88,7 +90,7 @@ def warn(where: str, message: str) -> None:
     err.print(f"[yellow]{escape(where)}[/] {escape(message)}", markup=True, soft_wrap=True)
 
 
-def progress_bar() -> Progress:
+def progress_bar() -> "Progress":
     """A progress bar on stderr for a terminal. Nothing at all otherwise: a pipe or a log file
     would get the blank line a finished bar leaves, and a script reads stderr line by line."""
     from rich.progress import Progress
@@ -103,6 +105,8 @@ def opts(ctx: typer.Context) -> Options:
 
 
 def emit_json(data: Any) -> None:
+    import json  # here, not at the top: `replyguard --help` never needs it
+
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
@@ -165,7 +169,7 @@ def main_options(
         out.width = PIPED_WIDTH
 
 
-def open_app(ctx: typer.Context, *, running_clock: bool = False, worker: bool = False) -> App:
+def open_app(ctx: typer.Context, *, running_clock: bool = False, worker: bool = False) -> "App":
     """The command's App. A long-running process on a simulated clock (`--now`,
     REPLYGUARD_NOW) says so first thing; a one-shot command does when the clock came from the
     environment (a variable left set), not from a `--now` typed on its own line."""
@@ -192,7 +196,7 @@ def open_app(ctx: typer.Context, *, running_clock: bool = False, worker: bool = 
     return instance
 
 
-def missing_sqlite_file(instance: App) -> str | None:
+def missing_sqlite_file(instance: "App") -> str | None:
     """The path of an SQLite database file that does not exist yet, else None. Only `init` and
     `demo` create a database: any other command would leave an empty file behind and fail on
     its first table."""
@@ -203,7 +207,7 @@ def missing_sqlite_file(instance: App) -> str | None:
     return None if Path(path).exists() else path
 
 
-def simulated_note(instance: App) -> str | None:
+def simulated_note(instance: "App") -> str | None:
     """ "simulated clock (--now): ..." for a process on one, else None."""
     if not instance.simulated:
         return None
@@ -211,14 +215,14 @@ def simulated_note(instance: App) -> str | None:
     return f"simulated clock ({instance.simulated}): it is {at} here, not the real time"
 
 
-def announce_clock(instance: App) -> None:
+def announce_clock(instance: "App") -> None:
     """One line on stderr: every time this process records comes from a simulated clock."""
     note = simulated_note(instance)
     if note is not None:
         warn("warning:", f"{note}; every time this process records comes from it")
 
 
-def check_public_url(instance: App, *, allow_localhost: bool) -> None:
+def check_public_url(instance: "App", *, allow_localhost: bool) -> None:
     """Before sending: unsubscribe links must reach the recipient. With REPLYGUARD_PUBLIC_URL
     unset they point at http://localhost:8000: one warning line for a trial (a Maildir), a
     refusal (exit 2) for real mail over SMTP (the default transport's, or a connected mailbox's
@@ -407,7 +411,7 @@ from replyguard.entrypoints.cli import audit_cmd  # noqa: E402
 audit_cmd.register(app)
 
 
-def main(argv: list[str] | None = None, *, hooks: Hooks | None = None) -> None:
+def main(argv: list[str] | None = None, *, hooks: "Hooks | None" = None) -> None:
     """The `replyguard` script. Every failure becomes one line and an exit code (errors.py),
     a wrong option or argument too (Click would print a usage box of five lines). `hooks`:
     for a caller that watches the paths' named points (service_layer/hooks.py); the script

@@ -7,9 +7,10 @@
 
 Exit codes: 0 every check passed; 1 a check failed, or the audit could not run (the output says
 which); 2 a wrong option or configuration value.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations`: Typer would compile and evaluate the commands' string
+annotations on every start (app.py says why); names for type checking only are quoted.
+"""
 
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -64,7 +65,7 @@ def audit(
     raise typer.Exit(0 if report.passed else 1)
 
 
-def _campaign(ctx: typer.Context, campaign: str, canary: str | None) -> AuditReport:
+def _campaign(ctx: typer.Context, campaign: str, canary: str | None) -> "AuditReport":
     from replyguard.service_layer.audit.run import run_audit
 
     instance = open_app(ctx)
@@ -80,13 +81,13 @@ def _campaign(ctx: typer.Context, campaign: str, canary: str | None) -> AuditRep
         instance.close()
 
 
-def _channels(instance: App) -> list[str]:
+def _channels(instance: "App") -> list[str]:
     from replyguard.service_layer.audit.run import channel_names
 
     return channel_names(instance.notify)
 
 
-def _config(ctx: typer.Context, campaign: str | None) -> AuditReport:
+def _config(ctx: typer.Context, campaign: str | None) -> "AuditReport":
     from replyguard.service_layer.audit.config import Setup
     from replyguard.service_layer.audit.run import config_audit
 
@@ -161,7 +162,7 @@ def show(
     _print(report, as_json)
 
 
-def _print(report: AuditReport, as_json: bool) -> None:
+def _print(report: "AuditReport", as_json: bool) -> None:
     if as_json:
         emit_json(report.to_json())
         return

@@ -12,8 +12,6 @@ Exit codes: 0 every message classified, 2 some input could not be read or is not
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -72,6 +70,8 @@ def _print_table(result: Classification, origin: str, ours: str | None) -> None:
 
 
 def _one(item_origin: str, raw: bytes, as_json: bool) -> bool:
+    import json
+
     from replyguard.domain.inbound import MessageParseError, classify
 
     try:
@@ -115,6 +115,8 @@ def inspect_paths(paths: list[str], as_json: bool) -> int:
 
 def run(argv: list[str]) -> int:
     """The fast path: `argv` are the arguments after `inspect`."""
+    import argparse  # here, not at the top: `replyguard --help` imports this module too
+
     parser = argparse.ArgumentParser(prog="replyguard inspect", description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", metavar="PATH")
     parser.add_argument("--json", action="store_true", dest="as_json", help="one JSON line per message")

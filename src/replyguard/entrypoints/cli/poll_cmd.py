@@ -7,9 +7,10 @@ with `--once` reads what is there and exits. A folder's first start reads from n
 `--history` it imports the mail already there as history (it informs, it never stops a lead
 as a fresh reply). Exit codes: 0 done, 1 another poller holds the folder (`--once`) or the
 server or database failed, 2 a bad URL.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations`: Typer would compile and evaluate the command's string
+annotations on every start (app.py says why); names for type checking only are quoted.
+"""
 
 import signal
 import threading
@@ -117,7 +118,9 @@ def poll(
         instance.close()
 
 
-def _every_mailbox(instance: App, handle: Callable[[Fetched], None], *, once: bool, history: bool) -> None:
+def _every_mailbox(
+    instance: "App", handle: Callable[["Fetched"], None], *, once: bool, history: bool
+) -> None:
     """`poll` without a URL: every watched folder of every connected mailbox."""
     from replyguard.entrypoints.cli.app import err, fail, out
     from replyguard.service_layer.inbound.quarantine import Sweeper, retry_stored

@@ -19,12 +19,12 @@ nothing more over, finishes the email in flight (or cuts it after a grace: then 
 back or, past the final dot, held as unknown) and gives back the rest of what it claimed;
 pollers release their lease; the web server finishes its requests. A second one exits at
 once. Exit code 130 after Ctrl-C, 0 after SIGTERM (a service manager's stop).
+
+No `from __future__ import annotations`: Typer would compile and evaluate the command's string
+annotations on every start (app.py says why); names for type checking only are quoted.
 """
 
-from __future__ import annotations
-
 import logging
-import socket
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
@@ -34,6 +34,8 @@ import typer
 from replyguard.entrypoints.cli.options import AllowLocalhostUnsubscribe
 
 if TYPE_CHECKING:  # the CLI starts fast: nothing heavy is imported before a command runs
+    import socket
+
     from replyguard.bootstrap import App
     from replyguard.entrypoints.supervisor import Component, Supervisor
     from replyguard.service_layer.rescue.notice_delivery import NoticeDelivery
@@ -124,7 +126,7 @@ def up(
         raise typer.Exit(code)
 
 
-def _run_until_stopped(supervisor: Supervisor, sender: WorkerPart | None, banner: str) -> int:
+def _run_until_stopped(supervisor: "Supervisor", sender: "WorkerPart | None", banner: str) -> int:
     """Start the components, wait for a signal (or an essential component's failure), stop
     them all within `stopping.LIMIT` seconds; the exit code the signal asks for."""
     from replyguard.entrypoints.cli.app import err
@@ -142,8 +144,10 @@ def _run_until_stopped(supervisor: Supervisor, sender: WorkerPart | None, banner
     return signals.exit_code
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int) -> "socket.socket":
     """Bind here, before any thread starts, so that a busy port is one clear error."""
+    import socket
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -164,14 +168,14 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def _components(
-    instance: App,
-    sock: socket.socket,
+    instance: "App",
+    sock: "socket.socket",
     urls: list[str],
     *,
     worker: bool,
-    notices: NoticeDelivery | None = None,
-    sender: WorkerPart | None = None,
-) -> list[Component]:
+    notices: "NoticeDelivery | None" = None,
+    sender: "WorkerPart | None" = None,
+) -> list["Component"]:
     from replyguard.entrypoints.supervisor import Component
 
     found = [Component("web", _web(instance, sock), essential=True)]
@@ -187,7 +191,7 @@ def _components(
     return found
 
 
-def notice_delivery(instance: App) -> NoticeDelivery | None:
+def notice_delivery(instance: "App") -> "NoticeDelivery | None":
     """The notice outbox's delivery as `replyguard notify` runs it, or None when there is
     nothing to do (no channel, no model). Raises ValueError for a transport that does not parse."""
     channels = instance.notice_channels()
@@ -196,7 +200,7 @@ def notice_delivery(instance: App) -> NoticeDelivery | None:
     return instance.notice_delivery(channels)
 
 
-def _notices(delivery: NoticeDelivery) -> Run:
+def _notices(delivery: "NoticeDelivery") -> Run:
     from replyguard.service_layer.rescue.notice_delivery import run_forever
 
     def run(stop: threading.Event) -> None:
@@ -209,7 +213,7 @@ def _notices(delivery: NoticeDelivery) -> Run:
     return run
 
 
-def _web(instance: App, sock: socket.socket) -> Run:
+def _web(instance: "App", sock: "socket.socket") -> Run:
     import uvicorn
 
     from replyguard.entrypoints.cli.serve_cmd import RedactSecrets
@@ -240,7 +244,7 @@ class WorkerPart:
     """The worker component of `up`, kept at hand so that a stop can cut its email in flight
     (`wind_down`). `finished` is set whenever no pass of the worker is running."""
 
-    def __init__(self, instance: App) -> None:
+    def __init__(self, instance: "App") -> None:
         self.instance = instance
         self.current: Worker | None = None
         self.finished = threading.Event()
@@ -268,7 +272,7 @@ class WorkerPart:
             self.current.interrupt()
 
 
-def _mailbox_pollers(instance: App) -> Run:
+def _mailbox_pollers(instance: "App") -> Run:
     from replyguard.service_layer.inbound.ingest import IngestResult
     from replyguard.service_layer.inbound.pollers import ingest_fetched
 
@@ -281,7 +285,7 @@ def _mailbox_pollers(instance: App) -> Run:
     return run
 
 
-def _poller(instance: App, url: str) -> Run:
+def _poller(instance: "App", url: str) -> Run:
     from replyguard.service_layer.inbound.ingest import IngestResult
     from replyguard.service_layer.inbound.pollers import ingest_fetched
 
