@@ -100,6 +100,11 @@ def test_step_counts_and_reply_rate(site: Site) -> None:
         "position": 1, "sent": 3, "replied": 1, "out_of_office": 0, "bounced": 0, "reply_rate": 33.3
     }  # fmt: skip
     assert stats[1]["sent"] == 0 and stats[1]["reply_rate"] is None
+    # The page reads the step counts once for its tabs and these figures: the same numbers.
+    with signed_in(site.base, site.alpha.email) as (page, _csrf):
+        html = page.get(f"/campaigns/{campaign_id}").text
+    assert '<span class="tag">sent 3</span><span class="tag">replied 1</span>' in html
+    assert "reply rate 33.3 %" in html
 
 
 def test_an_existing_mailbox_is_picked_with_its_settings_and_disagreements_are_said_at_once(

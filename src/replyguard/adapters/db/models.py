@@ -242,7 +242,10 @@ class Step(Base):
     __table_args__ = (
         UniqueConstraint("enrollment_id", "position"),
         Index("ix_steps_due", "state", "due_at"),
-        Index("ix_steps_lead_state", "lead_id", "state"),
+        # A lead's steps by state (the reply transaction's cancel reads the first two columns);
+        # with sent_at, "the email this reply answers" (a lead's last sent step before it) is
+        # one backward step in the index: the campaign page's per-step reply figures.
+        Index("ix_steps_lead_state", "lead_id", "state", "sent_at"),
         # The daily cap (claiming) and sends per day (the campaign page) count a mailbox's
         # steps per day and state from this index alone; per campaign through campaign_step_id.
         Index("ix_steps_mailbox_day", "mailbox_id", "send_day", "state", "campaign_step_id"),

@@ -41,11 +41,12 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         **extra: Any,
     ) -> Response:
         with ctx.scoped.read(who.workspace_id) as uow:
-            detail = q.campaign_detail(uow, campaign_id)
+            counts = q.step_counts(uow, campaign_id)  # read once: the tabs' and the steps' figures
+            detail = q.campaign_detail(uow, campaign_id, counts=counts)
             # No tab asked for: the first one with steps in it (an empty tab told nothing).
             state = state if state in q.QUEUE else q.first_busy_state(detail.queue)
             queue = q.campaign_queue(uow, campaign_id, state, page=max(1, page))
-            stats = {s.position: s for s in q.step_stats(uow, campaign_id)}
+            stats = {s.position: s for s in q.step_stats(uow, campaign_id, counts=counts)}
             choices = q.lead_choices(uow, campaign_id)
             reasons = q.cancel_reasons(uow, campaign_id) if state == "cancelled" else None
             sends = q.sends_per_day(uow, campaign_id)
