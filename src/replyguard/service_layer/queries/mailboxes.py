@@ -39,6 +39,10 @@ class MailboxRow:
     #: (the mailbox then waits to be connected again). Tokens are never read here.
     oauth: str | None = None
     grant_refused: bool = False
+    #: Its sending limits beside the daily cap (None: no limit): SMTP connections open at once,
+    #: emails in any minute.
+    max_connections: int | None = None
+    per_minute: int | None = None
 
 
 def list_mailboxes(uow: UnitOfWork) -> list[MailboxRow]:
@@ -71,6 +75,8 @@ def list_mailboxes(uow: UnitOfWork) -> list[MailboxRow]:
             mb.secret is not None and mb.oauth_provider is None,
             mb.oauth_provider,
             mb.grant_revoked_at is not None,
+            mb.max_connections,
+            mb.per_minute,
         )
         for mb in rows
     ]

@@ -32,6 +32,7 @@ from replyguard.service_layer.workspace.mailboxes import (
     MailboxNotFound,
     MailboxSettings,
     resume_mailbox,
+    set_mailbox,
 )
 
 #: Seconds `POST /mailboxes/{id}/test` waits for each server (a request should not hang).
@@ -61,7 +62,9 @@ def connect(ctx: WebContext, workspace_id: int, body: s.MailboxConnect) -> int:
     """Connect from a request (API or page); HTTPException 409 without a key, 422 for a bad
     URL, folder or setting. Returns the mailbox's id."""
     account = Account(body.smtp, body.imap, body.password, tuple(body.folders), body.sent_folder)
-    wanted = MailboxSettings(body.from_name, body.daily_cap, body.timezone)
+    wanted = MailboxSettings(
+        body.from_name, body.daily_cap, body.timezone, body.max_connections, body.per_minute
+    )
     try:
         with ctx.scoped.write(workspace_id) as uow:
             connect_mailbox(uow, ctx.app.secret_box(), body.address, account, wanted)
@@ -70,6 +73,19 @@ def connect(ctx: WebContext, workspace_id: int, body: s.MailboxConnect) -> int:
     except NoSecretKey as exc:
         raise HTTPException(409, str(exc)) from None
     except (AccountError, CampaignSpecError, ScheduleError, ValueError) as exc:
+        raise HTTPException(422, str(exc)) from None
+
+
+def change_settings(ctx: WebContext, workspace_id: int, mailbox_id: int, wanted: MailboxSettings) -> str:
+    """`mailbox set` for a request (API or page): NotFound for a mailbox of another workspace,
+    HTTPException 422 for a bad value (nothing is changed then). Returns its address."""
+    try:
+        with ctx.scoped.write(workspace_id) as uow:
+            address = mq.mailbox_address(uow, mailbox_id)
+            set_mailbox(uow, address, wanted)
+            uow.commit()
+            return address
+    except (CampaignSpecError, ScheduleError, ValueError) as exc:
         raise HTTPException(422, str(exc)) from None
 
 
@@ -124,6 +140,25 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
             result = disconnect_mailbox(uow, mq.mailbox_address(uow, mailbox_id))
             uow.commit()
         return s.MailboxRemoved(mailbox_id=mailbox_id, result=result)
+
+    @routes.patch(
+        "/mailboxes/{mailbox_id}",
+        response_model=s.Mailbox,
+        tags=["mailboxes"],
+        responses={422: {"description": "A value that cannot be used: nothing changed"}},
+    )
+    def change_one(
+        caller: MailboxAdmin, mailbox_id: ObjectId, body: s.MailboxSettingsChange
+    ) -> mq.MailboxRow:
+        """Change the mailbox's sender name, daily cap, cap time zone and sending limits (SMTP
+        connections at once, emails a minute; 0 removes a limit), for every campaign that sends
+        from it; the worker reads them at the point of send."""
+        wanted = MailboxSettings(
+            body.from_name, body.daily_cap, body.timezone, body.max_connections, body.per_minute
+        )
+        change_settings(ctx, caller.workspace_id, mailbox_id, wanted)
+        with ctx.scoped.read(caller.workspace_id) as uow:
+            return mq.mailbox_row(uow, mailbox_id)
 
     @routes.post("/mailboxes/{mailbox_id}/resume", response_model=s.Resumed, tags=["mailboxes"])
     def resume(caller: MailboxAdmin, mailbox_id: ObjectId) -> s.Resumed:

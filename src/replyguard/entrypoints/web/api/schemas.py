@@ -518,6 +518,29 @@ class MailboxConnect(BaseModel):
     from_name: str | None = Field(default=None, max_length=200)
     daily_cap: int | None = Field(default=None, ge=1, le=1_000_000)
     timezone: str | None = Field(default=None, max_length=64)
+    max_connections: int | None = Field(
+        default=None, ge=0, le=100_000, description="most SMTP connections open at once; 0: no limit"
+    )
+    per_minute: int | None = Field(
+        default=None, ge=0, le=100_000, description="most emails in any minute; 0: no limit"
+    )
+
+
+class MailboxSettingsChange(BaseModel):
+    """A mailbox's own settings, for every campaign that sends from it; what is left out stays."""
+
+    model_config = ConfigDict(extra="forbid")
+    from_name: str | None = Field(default=None, max_length=200)
+    daily_cap: int | None = Field(default=None, ge=1, le=1_000_000)
+    timezone: str | None = Field(
+        default=None, max_length=64, description="the zone whose days the cap counts"
+    )
+    max_connections: int | None = Field(
+        default=None, ge=0, le=100_000, description="most SMTP connections open at once; 0: no limit"
+    )
+    per_minute: int | None = Field(
+        default=None, ge=0, le=100_000, description="most emails in any minute; 0: no limit"
+    )
 
 
 @shows(imap_check.Check)

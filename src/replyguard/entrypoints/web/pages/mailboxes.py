@@ -24,7 +24,7 @@ from replyguard.entrypoints.web.render import CSP
 from replyguard.entrypoints.web.security import Guards, Viewer, flash
 from replyguard.service_layer.queries import mailboxes as mq
 from replyguard.service_layer.workspace.mailbox_accounts import disconnect_mailbox
-from replyguard.service_layer.workspace.mailboxes import GrantRefused, resume_mailbox
+from replyguard.service_layer.workspace.mailboxes import GrantRefused, MailboxSettings, resume_mailbox
 
 Field = Annotated[str, Form(max_length=500)]
 
@@ -116,6 +116,25 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         flash(ctx, who, f"{address}: {said}.")
         return RedirectResponse("/mailboxes", status_code=303)
 
+    @routes.post("/mailboxes/{mailbox_id}/limits")
+    def limits(
+        request: Request,
+        who: Admin,
+        mailbox_id: ObjectId,
+        daily_cap: Annotated[str, Form(max_length=20)] = "",
+        max_connections: Annotated[str, Form(max_length=20)] = "",
+        per_minute: Annotated[str, Form(max_length=20)] = "",
+    ) -> Response:
+        # The daily cap and the sending limits; an empty limit field removes that limit.
+        try:
+            limits = _limits(daily_cap, max_connections, per_minute)
+            address = api.change_settings(ctx, who.workspace_id, mailbox_id, limits)
+        except (ValueError, HTTPException) as exc:
+            why = exc.detail if isinstance(exc, HTTPException) else exc
+            return render(request, who, error=f"Limits not saved: {why}", status=400)
+        flash(ctx, who, f"{address}: limits saved; the worker applies them from its next email.")
+        return RedirectResponse("/mailboxes", status_code=303)
+
     @routes.post("/mailboxes/{mailbox_id}/resume")
     def resume(who: Admin, mailbox_id: ObjectId) -> Response:
         try:
@@ -130,3 +149,22 @@ def router(ctx: WebContext, guards: Guards) -> APIRouter:
         return RedirectResponse("/mailboxes", status_code=303)
 
     return routes
+
+
+def _limits(daily_cap: str, max_connections: str, per_minute: str) -> MailboxSettings:
+    """The limits form's fields: an empty limit removes it (0), an empty cap stays as it is."""
+    return MailboxSettings(
+        daily_cap=_whole("daily cap", daily_cap),
+        max_connections=_whole("connections at once", max_connections) or 0,
+        per_minute=_whole("emails a minute", per_minute) or 0,
+    )
+
+
+def _whole(name: str, text: str) -> int | None:
+    """A form's whole number, or None when left empty; anything else is said in words."""
+    text = text.strip()
+    if not text:
+        return None
+    if not text.isdigit():
+        raise ValueError(f"{name} must be a whole number, got {text!r}")
+    return int(text)
