@@ -9,17 +9,21 @@ transaction.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
 from sqlalchemy import Engine, event, select, text
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, UOWTransaction
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.clock import Clock
 from replyguard.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 class UnitOfWork:
@@ -62,8 +66,13 @@ class UnitOfWork:
         self.tx = uuid.uuid4().hex  # whatever this unit of work writes next is another transaction
         if self._analyze:
             tables, self._analyze = sorted(self._analyze), set()
-            with self.engine.connect() as conn, conn.begin():
-                conn.execute(text(f"ANALYZE {', '.join(tables)}"))
+            try:
+                with self.engine.connect() as conn, conn.begin():
+                    conn.execute(text(f"ANALYZE {', '.join(tables)}"))
+            except SQLAlchemyError as exc:
+                # What was committed stands: fresh statistics are an optimisation, and
+                # autovacuum gathers them later anyway.
+                log.warning("could not refresh the planner's statistics: %s", str(exc).splitlines()[0])
 
     def analyze_after_commit(self, *tables: str) -> None:
         """PostgreSQL: refresh the planner's statistics of these tables once this unit of work
