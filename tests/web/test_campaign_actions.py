@@ -105,6 +105,13 @@ def test_step_counts_and_reply_rate(site: Site) -> None:
         html = page.get(f"/campaigns/{campaign_id}").text
     assert '<span class="tag">sent 3</span><span class="tag">replied 1</span>' in html
     assert "reply rate 33.3 %" in html
+    # The reply figures are remembered between page loads until a reply arrives: a new one
+    # shows at once, on the page and in the API.
+    live.reply(GRACE, "Interesting, call me.")
+    with signed_in(site.base, site.alpha.email) as (page, _csrf):
+        assert "reply rate 66.7 %" in page.get(f"/campaigns/{campaign_id}").text
+    with api_client(site.base, site.alpha.token) as api:
+        assert api.get(f"/api/v1/campaigns/{campaign_id}/step-stats").json()[0]["replied"] == 2
 
 
 def test_an_existing_mailbox_is_picked_with_its_settings_and_disagreements_are_said_at_once(

@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 
 from replyguard.adapters.db.engine import read_only_engine
 from replyguard.domain.clock import Clock
-from replyguard.service_layer.uow import UnitOfWork
+from replyguard.service_layer.uow import Memo, UnitOfWork
 from replyguard.settings import Settings
 
 #: The workspace id of installation-level work (users by email, login attempts, metrics).
@@ -29,6 +29,9 @@ class Scoped:
         self.clock = clock
         self.settings = settings
         self.read_engine = read_only_engine(engine)
+        #: Results of expensive reads that a key proves still true (`UnitOfWork.memo`), shared
+        #: by this process's read units of work (the web's pages).
+        self.memo = Memo()
 
     def write(self, workspace_id: int) -> UnitOfWork:
         """A unit of work that may write; leaving it without `commit()` rolls back."""
@@ -36,7 +39,7 @@ class Scoped:
 
     def read(self, workspace_id: int) -> UnitOfWork:
         """A unit of work that only reads, in one consistent snapshot."""
-        return UnitOfWork(self.read_engine, self.clock, workspace_id, self.settings)
+        return UnitOfWork(self.read_engine, self.clock, workspace_id, self.settings, memo=self.memo)
 
     def installation(self, *, write: bool = False) -> UnitOfWork:
         """For the few tables that are not workspace-scoped (see INSTALLATION)."""

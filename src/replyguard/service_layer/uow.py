@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from types import TracebackType
 from typing import Any
 
@@ -26,11 +26,34 @@ from replyguard.settings import Settings
 log = logging.getLogger(__name__)
 
 
+class Memo:
+    """Results of expensive reads, each under a key that proves it still true (a key read in the
+    same unit of work that changes whenever the result would). Bounded: past `size` entries it
+    starts over. Safe across threads: a lost entry is only a read done again."""
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self._found: dict[Hashable, Any] = {}
+
+    def get(self, key: Hashable) -> Any | None:
+        return self._found.get(key)
+
+    def put(self, key: Hashable, value: Any) -> None:
+        if len(self._found) >= self.size:
+            self._found = {}
+        self._found[key] = value
+
+
 class UnitOfWork:
     """`with app.uow() as uow: ...; uow.commit()` — leaving the block without commit rolls back."""
 
-    def __init__(self, engine: Engine, clock: Clock, workspace_id: int, settings: Settings) -> None:
+    def __init__(
+        self, engine: Engine, clock: Clock, workspace_id: int, settings: Settings, *, memo: Memo | None = None
+    ) -> None:
         self.engine = engine
+        #: Shared by the process's read units of work (`Scoped.read`); any other gets its own,
+        #: which remembers nothing beyond itself.
+        self.memo = memo if memo is not None else Memo()
         self.clock = clock
         self.workspace_id = workspace_id
         #: What a use case deep in the service layer may need to know (pause limits, the public
