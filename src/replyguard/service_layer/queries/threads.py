@@ -23,7 +23,7 @@ from replyguard.domain.intent import LABELS, Intent
 from replyguard.domain.next_step import ThreadKind
 from replyguard.domain.states import ThreadState
 from replyguard.service_layer.queries import Page, bounds, like_pattern, paged
-from replyguard.service_layer.queries.thread_contexts import contexts_for
+from replyguard.service_layer.queries.thread_contexts import contexts_for, waiting_on_them
 from replyguard.service_layer.rescue.thread_context import next_step_for
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.settings import Settings
@@ -203,10 +203,11 @@ def inbox(
         query.order_by(RT.updated_at.desc(), RT.id.desc()).offset(offset).limit(limit)
     ).all()
     contexts = contexts_for(uow, [t.lead_id for t, _ in rows])
+    waiting = waiting_on_them(uow, [t.id for t, _ in rows])
     items = []
     for thread, effective in rows:
         context = contexts[thread.lead_id]
-        text, actions = next_step_for(thread, context, now, settings, uow.session)
+        text, actions = next_step_for(thread, context, now, settings, uow.session, waiting=waiting[thread.id])
         items.append(
             InboxRow(
                 id=thread.id,

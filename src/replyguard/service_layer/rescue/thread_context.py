@@ -212,12 +212,20 @@ def intent_of(thread: m.RescueThread) -> IntentResult | None:
 
 
 def next_step_for(
-    thread: m.RescueThread, context: ThreadContext, now: datetime, settings: Settings, session: Session
+    thread: m.RescueThread,
+    context: ThreadContext,
+    now: datetime,
+    settings: Settings,
+    session: Session,
+    *,
+    waiting: bool | None = None,
 ) -> tuple[str, list[str]]:
     """The recommendation's sentence, and the actions that may be taken now: the one rule of
-    `domain/thread_actions.offered`, fed with the thread and its lead as they are now."""
+    `domain/thread_actions.offered`, fed with the thread and its lead as they are now.
+    `waiting`: `waiting_on_them` already read (a page of threads reads it for all at once)."""
     step = recommend(_situation(thread, context, now, settings))
-    return step.text, list(offered(thread_facts(session, thread, context, now, step.actions)))
+    facts = thread_facts(session, thread, context, now, step.actions, waiting=waiting)
+    return step.text, list(offered(facts))
 
 
 def thread_facts(
@@ -227,6 +235,8 @@ def thread_facts(
     now: datetime,
     recommended: tuple[str, ...] | None = None,
     settings: Settings | None = None,
+    *,
+    waiting: bool | None = None,
 ) -> ThreadFacts:
     if recommended is None:
         assert settings is not None
@@ -240,7 +250,9 @@ def thread_facts(
         lead_state=ReplyState(context.lead_state),
         recommended=tuple(recommended),
         # A thread not yet written has no answer to wait on (one query less in the reply tx).
-        waiting_on_them=thread.id is not None and waiting_on_them(session, thread.id),
+        waiting_on_them=(
+            waiting if waiting is not None else thread.id is not None and waiting_on_them(session, thread.id)
+        ),
         unknown_outcome=(
             context.unknown_steps
             if context.unknown_steps is not None
