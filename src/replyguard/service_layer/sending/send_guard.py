@@ -43,6 +43,7 @@ from replyguard.service_layer.sending.worker_base import (
     S,
     WorkerReport,
     _count,
+    fenced_batch,
     in_states,
 )
 from replyguard.service_layer.sending.worker_context import WorkerContext
@@ -505,11 +506,7 @@ def _rehand(insert: Any) -> dict[str, Any]:
 _MARKED_AT = bindparam("marked_at", type_=S.c.updated_at.type)
 _MARKER = (
     update(S)
-    .where(
-        S.c.id.in_(bindparam("marked_ids", expanding=True)),
-        S.c.claim_token.in_(bindparam("marked_tokens", expanding=True)),
-        in_states(S.c.state, step_move(StepState.CLAIMED, StepState.SENDING)),
-    )
+    .where(fenced_batch("marked", StepState.CLAIMED, StepState.SENDING))
     .values(
         state=StepState.SENDING,
         attempts=S.c.attempts + 1,

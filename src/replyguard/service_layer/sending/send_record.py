@@ -27,7 +27,7 @@ from replyguard.adapters.transports.base import Outcome
 from replyguard.domain.schedule import Wait, load_zone, plan_due
 from replyguard.domain.send_policy import Next, after_refusal, backoff
 from replyguard.domain.smtp_answers import Blame
-from replyguard.domain.states import StepState, step_move
+from replyguard.domain.states import StepState
 from replyguard.service_layer.inbound.replies import SOFT_BOUNCE_LIMIT
 from replyguard.service_layer.sending.holds import hold_for_person, tell_crossed_send
 from replyguard.service_layer.sending.send_outcomes import record_send_bounce, soft_bounces
@@ -44,7 +44,7 @@ from replyguard.service_layer.sending.worker_base import (
     Handed,
     L,
     S,
-    in_states,
+    fenced_batch,
 )
 from replyguard.service_layer.sending.worker_context import WorkerContext
 from replyguard.service_layer.workspace.mailboxes import pause_mailbox
@@ -338,11 +338,7 @@ _SENT_AT = bindparam("sent_at", type_=S.c.sent_at.type)
 #: marked crossed (SQLite: the lead lock could not be held across the transport call).
 _SENT = (
     update(S)
-    .where(
-        S.c.id.in_(bindparam("sent_ids", expanding=True)),
-        S.c.claim_token.in_(bindparam("sent_tokens", expanding=True)),
-        in_states(S.c.state, step_move(StepState.SENDING, StepState.SENT)),
-    )
+    .where(fenced_batch("sent", StepState.SENDING, StepState.SENT))
     .values(
         state=StepState.SENT,
         sent_at=_SENT_AT,

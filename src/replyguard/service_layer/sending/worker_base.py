@@ -131,6 +131,17 @@ def in_states(column: ColumnElement[Any], states: Sequence[str]) -> ColumnElemen
     return column == states[0] if len(states) == 1 else column.in_(states)
 
 
+def fenced_batch(name: str, source: StepState, target: StepState) -> ColumnElement[bool]:
+    """The WHERE of a move of a batch of claims, as a statement built once: these steps
+    (`{name}_ids`), still carrying these claims' tokens (`{name}_tokens`, expanding lists), still
+    in `source`, the move checked against the state table (`Fence` is the one-step form)."""
+    return and_(
+        S.c.id.in_(bindparam(f"{name}_ids", expanding=True)),
+        S.c.claim_token.in_(bindparam(f"{name}_tokens", expanding=True)),
+        in_states(S.c.state, step_move(source, target)),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Fence:
     """A claimed step as this worker left it. Every write after the claim is fenced: it
