@@ -39,7 +39,17 @@ def test_the_api_sets_and_removes_limits_and_refuses_bad_values(site: Site) -> N
         assert removed.status_code == 200 and removed.json()["per_minute"] is None
         assert removed.json()["max_connections"] == 2  # what is left out stays
 
-        for bad in ({"daily_cap": 0}, {"per_minute": -1}, {"timezone": "Mars/Olympus"}, {"cap": 3}):
+        bad_values = (
+            {"daily_cap": 0},
+            {"per_minute": -1},
+            {"per_minute": 10**30},
+            {"per_minute": "twelve"},
+            {"timezone": "Mars/Olympus"},
+            {"timezone": "Europe/Paris\r\nX-Evil: 1"},
+            {"from_name": "Dana\r\nBcc: all@example.test"},
+            {"cap": 3},
+        )
+        for bad in bad_values:
             refused = api.patch(path, json=bad)
             assert refused.status_code == 422, (bad, refused.text)
         assert "Mars/Olympus" in api.patch(path, json={"timezone": "Mars/Olympus"}).text
@@ -65,6 +75,19 @@ def test_the_page_shows_and_changes_limits(site: Site) -> None:
         refused = page.post(f"/mailboxes/{mailbox_id}/limits", data=form | {"per_minute": "ten"})
         assert refused.status_code == 400
         assert "Limits not saved: emails a minute must be a whole number, got &#39;ten&#39;" in refused.text
+        assert _stored(site, mailbox_id) == (25, 12, 1)
+        # Odd input: digits str.isdigit accepts but int() does not, non-ASCII digits, a number
+        # too large for any limit, a negative one: each said in words, nothing changed.
+        for odd in ("²", "١٢", "99999999999999999999999", "-3", "3.5", "1e3", " "):
+            refused = page.post(f"/mailboxes/{mailbox_id}/limits", data=form | {"per_minute": odd})
+            if odd.strip():
+                assert refused.status_code == 400, (odd, refused.status_code)
+                assert "invalid literal" not in refused.text
+                # Longer than the field allows: refused by the form's bound, before our words.
+                assert "Limits not saved: " in refused.text or len(odd) > 20, odd
+            else:  # blank: no limit, as an empty field
+                assert refused.status_code == 303
+                page.post(f"/mailboxes/{mailbox_id}/limits", data=form)
         assert _stored(site, mailbox_id) == (25, 12, 1)
 
         cleared = page.post(

@@ -165,6 +165,6 @@ def _whole(name: str, text: str) -> int | None:
     text = text.strip()
     if not text:
         return None
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # "²" and "١٢" are digits to str.isdigit
         raise ValueError(f"{name} must be a whole number, got {text!r}")
     return int(text)
