@@ -37,6 +37,7 @@ from sqlalchemy import Connection, text
 from replyguard.bootstrap import App
 from replyguard.domain.access import Level, Principal
 from replyguard.entrypoints.http import create_app
+from replyguard.service_layer import step_tallies as tallies
 from replyguard.service_layer.workspace.accounts import add_user
 from replyguard.service_layer.workspace.api_tokens import create_token
 
@@ -225,6 +226,10 @@ def build(url: str, leads: int, steps: int, console: Console) -> App:
         spread_states(conn, postgres)
     with app.engine.begin() as conn:
         add_threads(conn, postgres)
+    with app.engine.begin() as conn:
+        # The step-count ledger got a row per copied step and move (SQLite's triggers are per
+        # row): folded as the worker's first pass would (service_layer/step_tallies.py).
+        tallies.fold(conn, app.workspace_id)
     if postgres:
         # What autovacuum does for a table in use: fresh statistics and the visibility map
         # that lets a count read the index alone. SQLite gathers no statistics by itself, so

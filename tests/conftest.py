@@ -189,7 +189,9 @@ def _truncate(url: str) -> None:
         if url not in _EMPTY:
             with engine.connect() as conn:
                 sequences = [row[0] for row in conn.execute(text(_SEQUENCES)) if row[0]]
-            tables = [f'DELETE FROM "{t.name}";' for t in reversed(Base.metadata.sorted_tables)]
+            # The step-count ledger last: deleting the steps writes their minus rows into it.
+            names = [t.name for t in reversed(Base.metadata.sorted_tables) if t.name != "step_tallies"]
+            tables = [f'DELETE FROM "{name}";' for name in [*names, "step_tallies"]]
             _EMPTY[url] = "".join(tables) + "".join(f"ALTER SEQUENCE {s} RESTART;" for s in sequences)
         try:
             with engine.begin() as conn:

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.transports.base import BeforeCommitHook, Delivery, Outcome, Probe
@@ -43,6 +43,7 @@ from replyguard.service_layer.rescue.decisions import (
 from replyguard.service_layer.rescue.person_send import PersonReply, SendRefused, send_reply
 from replyguard.service_layer.rescue.step_decisions import DecisionRefused, resend_step, skip_step
 from replyguard.service_layer.sending.worker import Worker, WorkerReport
+from replyguard.service_layer.step_tallies import step_counts
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.campaign_changes import apply_update
 from replyguard.service_layer.workspace.leads import find_lead
@@ -449,6 +450,19 @@ class SequenceMachine(RuleBasedStateMachine):
                 )
             ).all()
         assert all(token and lease for _, token, lease in rows)
+
+    @invariant()
+    def the_step_counts_are_the_steps_counted(self) -> None:
+        """What the campaign page reads from the ledger the database keeps (migration 0030)."""
+        with self.app.engine.connect() as conn:
+            rows = conn.execute(
+                select(m.Step.campaign_step_id, m.Step.state, func.count()).group_by(
+                    m.Step.campaign_step_id, m.Step.state
+                )
+            ).all()
+            templates = conn.scalars(select(m.CampaignStep.id)).all()
+            found = step_counts(conn, self.app.workspace_id, templates)
+        assert found == {(template, state): n for template, state, n in rows}
 
     @invariant()
     def unknown_outcomes_are_held_or_owned_by_a_person(self) -> None:

@@ -288,6 +288,21 @@ class Step(Base):
     updated_at: Mapped[datetime]
 
 
+class StepTally(Base):
+    """A signed count of steps of a template in a state, written by the database's triggers on
+    `steps` (migration 0030): each insert, state move and delete adds its rows, nothing updates
+    one, and the count of (template, state) is the sum of its rows. No foreign keys: the rows
+    are the triggers' ledger, folded (`service_layer/step_tallies.py`), never joined."""
+
+    __tablename__ = "step_tallies"
+    __table_args__ = (Index("ix_step_tallies_template", "workspace_id", "campaign_step_id", "state", "n"),)
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(Id)
+    campaign_step_id: Mapped[int] = mapped_column(Id)
+    state: Mapped[str] = mapped_column(String(20))
+    n: Mapped[int] = mapped_column(Integer)
+
+
 class OutboundMessage(Base):
     """What was handed to a transport. Written before the call, so an instant reply matches."""
 

@@ -10,7 +10,9 @@ from sqlalchemy import Select, func, select
 from replyguard.adapters.db import models as m
 from replyguard.domain.schedule import load_zone, local_day
 from replyguard.domain.states import ReplyKind, ReplyState, StepState
+from replyguard.service_layer import step_tallies as tallies
 from replyguard.service_layer.queries import NotFound, Page, bounds, paged
+from replyguard.service_layer.step_tallies import StepCounts
 from replyguard.service_layer.uow import UnitOfWork
 
 #: The queue as people read it. "sending" holds claimed steps too (a worker has them).
@@ -149,13 +151,9 @@ def list_campaigns(uow: UnitOfWork) -> list[CampaignRow]:
         ).all()
     )
     waiting: dict[int, int] = {}
-    # (campaign_step_id, state): a range of ix_steps_campaign_queue per template.
-    for template_id, n in uow.session.execute(
-        select(m.Step.campaign_step_id, func.count())
-        .where(m.Step.campaign_step_id.in_(list(template_of)), m.Step.state == StepState.AWAITING_APPROVAL)
-        .group_by(m.Step.campaign_step_id)
-    ):
-        waiting[template_of[template_id]] = waiting.get(template_of[template_id], 0) + n
+    for (template_id, state), n in _step_counts(uow, list(template_of)).items():
+        if state == StepState.AWAITING_APPROVAL:
+            waiting[template_of[template_id]] = waiting.get(template_of[template_id], 0) + n
     return [
         CampaignRow(
             c.id,
@@ -173,28 +171,18 @@ def list_campaigns(uow: UnitOfWork) -> list[CampaignRow]:
     ]
 
 
-#: How many steps of each template are in each state: {(template id, state): count}.
-StepCounts = dict[tuple[int, str], int]
-
-
 def step_counts(uow: UnitOfWork, campaign_id: int) -> StepCounts:
-    """The campaign's steps counted by template and state, in one pass over the index: the
-    campaign page reads it once for its queue tabs (`campaign_detail`) and its per-step sent
-    figures (`step_stats`), the most expensive read of the page (a million index entries)."""
+    """How many of the campaign's steps each template has in each state ({(template id,
+    state): count}): the campaign page reads it once for its queue tabs (`campaign_detail`)
+    and its per-step sent figures (`step_stats`)."""
     c = _campaign(uow, campaign_id)
     return _step_counts(uow, _template_ids(uow, c.id))
 
 
 def _step_counts(uow: UnitOfWork, template_ids: list[int]) -> StepCounts:
-    # Grouped by template too: that is the order of ix_steps_campaign_queue, so the count is
-    # one pass over the index (grouped by state alone, the planner walks ix_steps_due and
-    # reads every row: ten times slower at a million steps).
-    rows = uow.session.execute(
-        select(m.Step.campaign_step_id, m.Step.state, func.count())
-        .where(m.Step.campaign_step_id.in_(template_ids))
-        .group_by(m.Step.campaign_step_id, m.Step.state)
-    )
-    return {(template, state): n for template, state, n in rows}
+    # The ledger the database keeps beside the steps (service_layer/step_tallies.py): a few
+    # dozen rows, where counting the steps read a million index entries (~100 ms).
+    return tallies.step_counts(uow.session.connection(), uow.workspace_id, template_ids)
 
 
 def campaign_detail(uow: UnitOfWork, campaign_id: int, *, counts: StepCounts | None = None) -> CampaignDetail:
@@ -427,15 +415,8 @@ def step_stats(uow: UnitOfWork, campaign_id: int, *, counts: StepCounts | None =
     )
     ids = [t for t, _ in templates]
     if counts is None:
-        sent = dict(
-            uow.session.execute(
-                select(m.Step.campaign_step_id, func.count())
-                .where(m.Step.campaign_step_id.in_(ids), m.Step.state == StepState.SENT)
-                .group_by(m.Step.campaign_step_id)
-            ).all()
-        )
-    else:
-        sent = {template: n for (template, state), n in counts.items() if state == StepState.SENT}
+        counts = _step_counts(uow, ids)
+    sent = {template: n for (template, state), n in counts.items() if state == StepState.SENT}
     counted = _answered(uow, c.id, ids)
     return [
         StepStats(

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from replyguard.adapters.db.engine import read_only_engine
 from replyguard.adapters.transports.base import Interruptible, Transport
 from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.sending.claiming import Claimer
@@ -51,6 +52,7 @@ from replyguard.service_layer.sending.send_record import Recorder
 from replyguard.service_layer.sending.slots import SendSlots
 from replyguard.service_layer.sending.worker_base import Claim, S, WorkerReport
 from replyguard.service_layer.sending.worker_context import WorkerContext
+from replyguard.service_layer.step_tallies import Folder
 
 __all__ = ["Claim", "SendLine", "Worker", "WorkerReport", "run_forever"]
 
@@ -89,6 +91,8 @@ class Worker:
         self.claimer = Claimer(self.ctx)
         self.guard = SendGuard(self.ctx, Recorder(self.ctx))
         self.recovery = Recovery(self.ctx)
+        self.tallies = Folder(self.ctx.ws)
+        self._reader = read_only_engine(self.ctx.engine)
 
     @property
     def app(self) -> Runtime:
@@ -140,6 +144,19 @@ class Worker:
         """Ended out-of-office pauses (`Recovery.resume_paused`)."""
         return self.recovery.resume_paused()
 
+    def fold_tallies(self) -> bool:
+        """Fold the workspace's step-count ledger when it has grown long (step_tallies.py).
+        A failure is logged, not raised: the counts stay right unfolded, only slower to read."""
+        try:
+            with self._reader.connect() as conn:  # SQLite: no write lock just to count
+                if not self.tallies.is_long(conn):
+                    return False
+            with self.ctx.engine.connect() as conn, conn.begin():
+                return self.tallies.fold_now(conn)
+        except SQLAlchemyError as exc:
+            log.warning("could not fold the step counts: %s", str(exc).splitlines()[0])
+            return False
+
     def run_once(self, max_batches: int | None = None) -> WorkerReport:
         """Resume ended pauses, recover expired claims, then send everything due now (until
         `stop` is set: then the claims not handed over are given back, and it returns)."""
@@ -151,6 +168,7 @@ class Worker:
         with self.ctx.reuse_scope():
             report.resumed = self.resume_paused()
             report.recovered = self.recover()
+            self.fold_tallies()
             slots = self.app.settings.send_slots
             if slots > 1:
                 SendSlots(self, slots).run(report, max_batches)
