@@ -68,6 +68,34 @@ def test_the_queue_lists_each_state_soonest_first_and_pages(app: App) -> None:
     assert len({r.step_id for r in rows}) == 21
 
 
+def test_every_tab_pages_through_its_steps_in_order_across_templates(app: App, clock: FixedClock) -> None:
+    """The page is merged and cut by the database from one ordered range per (template,
+    state): every tab, read page by page, is exactly its steps in due order (soonest first
+    for upcoming ones, latest first for finished ones; ids break ties)."""
+    north, _ = two_campaigns_one_mailbox(app, leads_each=9, cap=10)
+    run_days(app, clock, 3)
+    reply(app, "north0@lead.test", "North")
+    with app.uow() as uow:
+        templates = list(
+            uow.session.scalars(select(m.CampaignStep.id).where(m.CampaignStep.campaign_id == north))
+        )
+        steps = uow.session.execute(
+            select(m.Step.id, m.Step.state, m.Step.due_at).where(m.Step.campaign_step_id.in_(templates))
+        ).all()
+        for tab in ("scheduled", "sending", "sent", "cancelled"):
+            states = {"sending": {"claimed", "sending"}}.get(tab, {tab})
+            mine = [(due, i) for i, state, due in steps if state in states]
+            expected = [i for _, i in sorted(mine, reverse=tab in ("sent", "cancelled"))]
+            listed: list[int] = []
+            for n in range(1, 20):
+                page = cq.campaign_queue(uow, north, tab, page=n, per_page=4)
+                listed += [row.step_id for row in page.items]
+                if not page.has_next:
+                    break
+            assert listed == expected, tab
+    assert len([i for i, state, _ in steps if state == "sent"]) > 4  # more than one page
+
+
 def test_the_held_queue_shows_the_steps_of_leads_that_wait(app: App, clock: FixedClock) -> None:
     north, _ = two_campaigns_one_mailbox(app, leads_each=4)
     reply(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, select, union_all
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.schedule import load_zone, local_day
@@ -242,8 +242,10 @@ def campaign_queue(
     latest first.
 
     Each (template, state) range of ix_steps_campaign_queue is already in due order, so the
-    page is merged from one short, ordered index read per range; a single query over all
-    templates would sort every matching step (400,000 sent steps: half a second) first.
+    page is merged from one short, ordered index read per range (offset + page rows each); a
+    single query over all templates would sort every matching step (400,000 sent steps: half a
+    second) first. The merge and the offset are the database's: only the page's ids come back
+    (page 200 of a tab read 30,000 keys into Python before).
     """
     if state not in QUEUE:
         raise ValueError(f"unknown queue state {state!r}; use one of {', '.join(QUEUE)}")
@@ -254,21 +256,21 @@ def campaign_queue(
         rows = uow.session.execute(held.offset(offset).limit(limit))
         return paged([_queue_row(step, lead_state) for step, lead_state in rows], page, per_page)
     upcoming = state in _UPCOMING
-    keys: list[tuple[datetime, int]] = []
-    for template_id in _template_ids(uow, c.id):
-        for step_state in _STATES_OF[state]:
-            ordered = (m.Step.due_at, m.Step.id) if upcoming else (m.Step.due_at.desc(), m.Step.id.desc())
-            keys += [
-                (due, step_id)
-                for due, step_id in uow.session.execute(
-                    select(m.Step.due_at, m.Step.id)
-                    .where(m.Step.campaign_step_id == template_id, m.Step.state == step_state)
-                    .order_by(*ordered)
-                    .limit(offset + limit)
-                )
-            ]
-    keys.sort(reverse=not upcoming)
-    wanted = [step_id for _due, step_id in keys[offset : offset + limit]]
+    ordered = (m.Step.due_at, m.Step.id) if upcoming else (m.Step.due_at.desc(), m.Step.id.desc())
+    ranges = [
+        select(m.Step.due_at, m.Step.id)
+        .where(m.Step.campaign_step_id == template_id, m.Step.state == step_state)
+        .order_by(*ordered)
+        .limit(offset + limit)
+        .subquery()
+        for template_id in _template_ids(uow, c.id)
+        for step_state in _STATES_OF[state]
+    ]
+    if not ranges:
+        return paged([], page, per_page)
+    merged = union_all(*(select(r.c.due_at, r.c.id) for r in ranges)).subquery()
+    by = (merged.c.due_at, merged.c.id) if upcoming else (merged.c.due_at.desc(), merged.c.id.desc())
+    wanted = list(uow.session.scalars(select(merged.c.id).order_by(*by).offset(offset).limit(limit)))
     found = {
         s.id: (s, lead_state)
         for s, lead_state in uow.session.execute(
