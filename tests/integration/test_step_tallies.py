@@ -9,13 +9,14 @@ from datetime import timedelta
 
 import pytest
 from alembic import command
-from sqlalchemy import Connection, func, select, text, update
+from sqlalchemy import Connection, event, func, select, text, update
 
 from replyguard.adapters.db import models as m
 from replyguard.adapters.db.migrate import alembic_config, upgrade
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.service_layer import step_tallies as tallies
+from replyguard.service_layer.queries import campaigns as q
 from replyguard.service_layer.sending.worker import Worker
 from replyguard.service_layer.step_tallies import Folder
 from tests.support.scenario import reply, run_days, simple_workspace
@@ -148,3 +149,24 @@ def test_the_migration_counts_the_steps_already_there(app: App, clock: FixedCloc
     finally:
         upgrade(app.engine)
     agree(app)
+
+
+def test_the_campaign_page_counts_without_reading_the_steps(app: App) -> None:
+    simple_workspace(app, 5)
+    seen: list[str] = []
+
+    def grab(conn: object, cursor: object, statement: str, *rest: object) -> None:
+        seen.append(statement)
+
+    with app.uow() as uow:
+        campaign = uow.session.scalar(select(m.Campaign.id))
+        assert campaign is not None
+        event.listen(app.engine, "before_cursor_execute", grab)
+        try:
+            counts = q.step_counts(uow, campaign)
+            rows = q.list_campaigns(uow)
+        finally:
+            event.remove(app.engine, "before_cursor_execute", grab)
+    assert sum(counts.values()) == 15 and rows[0].enrolled == 5
+    assert any("step_tallies" in s for s in seen)
+    assert not [s for s in seen if "FROM steps" in s], seen
