@@ -139,11 +139,13 @@ def first_action(uow: UnitOfWork, *, days: int = 30, campaign_id: int | None = N
 
     One statement; the database pairs each reply with its first action and counts what still
     waits. `firsts` is each thread's first action after its reply: a grouped MIN over the
-    window's actions (an index range of `ix_events_workspace_kind_at`, each action joined to its
-    thread and reply by primary key). The window's threads, with their reply and campaigns, take
-    it by an outer join, and come back as numbers: a row per thread acted on (seconds from the
-    window's start to the reply and to the first action), and one per campaign for the threads
-    nobody acted on yet (how many, and the earliest reply). Python subtracts, sorts and counts."""
+    window's actions (an index range of `ix_events_workspace_kind_at`), each joined to its thread
+    and the thread's reply. The window's threads, with their reply and campaigns, take it by an
+    outer join and come back as numbers, computed by the database: a row per thread acted on
+    (seconds from the window's start to its reply and to its first action), and one per campaign
+    for the threads nobody acted on yet (how many, and the earliest reply). Python subtracts,
+    sorts and counts. (A row object per thread, 20,000 of them alive at once, cost more than the
+    reads and set off a full garbage collection every few page loads.)"""
     days = min(max(days, 1), 366)
     now = uow.clock.now()
     since = datetime.combine(now.date() - timedelta(days=days - 1), time(0), tzinfo=UTC)
