@@ -2,6 +2,7 @@
 HTTP to the app under uvicorn, on SQLite and PostgreSQL.
 
     python bench/web_pages.py [--leads 100000] [--steps 1000000] [--requests 50] [--db sqlite,postgresql]
+                              [--pages reports,inbox]
 
 1,000 leads are imported and enrolled through the services; the rest is copied from them with
 SQL (contacts, addresses, leads, enrollments, steps with ids offset per copy), then each lead
@@ -11,6 +12,7 @@ unknown), with replies and a `step_sent` event per sent step. Every reply has it
 thread (a fifth of the leads: 20,000 at 100k): 60% open, 10% snoozed, 30% done with a person's
 decision some hours after the reply; kinds and intents mixed, a seventh assigned. Each page is
 requested --requests times after 5 warm-ups by a signed-in session; p50/p95/max are reported.
+--pages measures only the pages whose label contains one of its comma-separated words.
 """
 
 from __future__ import annotations
@@ -351,14 +353,17 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=30)
     parser.add_argument("--db", default="sqlite,postgresql")
+    parser.add_argument("--pages", default="", help="only pages whose label contains one of these words")
     args = parser.parse_args()
+    wanted = [w.strip() for w in args.pages.split(",") if w.strip()]
     console = Console()
     results = []
     for kind in args.db.split(","):
         with scratch_db(kind, "web") as url:
             app = build(url, args.leads, args.steps, console)
+            chosen = {k: v for k, v in pages(app).items() if not wanted or any(w in k for w in wanted)}
             with serving(app) as base:
-                for row in measure(base, pages(app), args.requests, api_token(app)):
+                for row in measure(base, chosen, args.requests, api_token(app)):
                     results.append({"db": kind, **row})
                     console.print(f"{kind}: {row['page']}: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms")
             app.close()
@@ -368,7 +373,9 @@ def main() -> int:
     for r in results:
         table.add_row(str(r["db"]), str(r["page"]), f"{r['p50_ms']}", f"{r['p95_ms']}", f"{r['max_ms']}")
     console.print(table)
-    path = write_result("web_pages", {"leads": args.leads, "steps": args.steps, "rows": results})
+    # A run of some pages only is kept apart: web_pages.json stays the last run of every page.
+    name = "web_pages" if not wanted else "web_pages_" + "_".join(w.replace(" ", "-") for w in wanted)
+    path = write_result(name, {"leads": args.leads, "steps": args.steps, "pages": wanted, "rows": results})
     console.print(f"written {path}")
     return 0
 
