@@ -43,6 +43,9 @@ class Memo:
             self._found = {}
         self._found[key] = value
 
+    def __len__(self) -> int:
+        return len(self._found)
+
 
 class UnitOfWork:
     """`with app.uow() as uow: ...; uow.commit()` — leaving the block without commit rolls back."""
