@@ -197,7 +197,7 @@ def watch(
     )
     t0 = time.monotonic()
     samples: list[dict[str, Any]] = []
-    stopped = False
+    stopped, stopped_at = False, None
     printed = 0.0
     sampled = -every
     hwm = 0
@@ -218,7 +218,7 @@ def watch(
             done = counts.get(main, 0) if main else 0
             if not stopped and (elapsed > seconds or (target is not None and done >= target)):
                 proc.send_signal(signal.SIGTERM)
-                stopped = True
+                stopped, stopped_at = True, elapsed
             if elapsed - printed >= 30 and samples:
                 printed = elapsed
                 last = samples[-1]
@@ -232,6 +232,7 @@ def watch(
         "label": label,
         "returncode": proc.returncode,
         "stopped_by_bench": stopped,
+        "stopped_at_s": stopped_at,
         "seconds": round(time.monotonic() - t0, 1),
         "peak_rss_mib": round(hwm / 1024, 1),
         "final": progress(),
@@ -242,7 +243,9 @@ def watch(
 def summarize(run: dict[str, Any], main: str | None) -> dict[str, Any]:
     """RSS at 10/25/50/75/100% of the work (`main` counter, or the run time when None), and
     the slope past the first 10% (least squares), per 10k units (per minute for time)."""
-    samples = [s for s in run["samples"] if s.get("rss_mib")]
+    # Up to the stop: what a process frees while it shuts down is not what it held working.
+    until = run.get("stopped_at_s") or float("inf")
+    samples = [s for s in run["samples"] if s.get("rss_mib") and s["t"] <= until]
     axis = (lambda s: float(s[main])) if main else (lambda s: float(s["t"]))
     end = max((axis(s) for s in samples), default=0.0)
     marks = []
