@@ -216,7 +216,37 @@ def add_threads(conn: Connection, postgres: bool) -> None:
     )
 
 
-def build(url: str, leads: int, steps: int, console: Console) -> App:
+def due_first(conn: Connection, postgres: bool, spread_s: int = 0) -> None:
+    """A campaign that starts now (the memory bench's worker): every step scheduled, each
+    lead's first one due at START, every later one two days after the one before it — so a
+    worker at START finds one due email per lead and none of the rest. `spread_s`: the first
+    steps due over the `spread_s` seconds before START (by step id) instead of all at START.
+
+    All at one instant is what enrolling every lead at once gives, and it costs the claim a
+    sort of every due step (ORDER BY due_at, id over an index on (state, due_at): 2.9 s per
+    claim of 20 at 100k due on PostgreSQL, docs/benchmarks.md "Peak memory (RSS)")."""
+    start = "2026-12-07 10:00:00" + ("+00:00" if postgres else "")
+    if postgres:
+        later = "CAST(:start AS TIMESTAMPTZ) + make_interval(days => 2 * (position - 1))"
+        spread = "CAST(:start AS TIMESTAMPTZ) - make_interval(secs => id % :spread)"
+    else:  # the text form UTCDateTime stores on SQLite, so that `due_at <= :now` compares right
+        later = "strftime('%Y-%m-%d %H:%M:%S.000000', :start, '+' || (2 * (position - 1)) || ' days')"
+        spread = "strftime('%Y-%m-%d %H:%M:%S.000000', :start, '-' || (id % :spread) || ' seconds')"
+    conn.execute(
+        text(f"UPDATE steps SET state = 'scheduled', due_at = {later} WHERE position > 1"), {"start": start}
+    )
+    if spread_s > 0:
+        conn.execute(
+            text(f"UPDATE steps SET due_at = {spread} WHERE position = 1"),
+            {"start": start, "spread": spread_s},
+        )
+
+
+def build(
+    url: str, leads: int, steps: int, console: Console, *, due: bool = False, due_spread_s: int = 0
+) -> App:
+    """The workspace of the page benchmark; `due=True`: the same leads and steps, but as a
+    campaign starting now (`due_first`: `leads` emails due, no history, no threads)."""
     t0 = time.perf_counter()
     app = workspace(url, SEED)
     with app.engine.begin() as conn:
@@ -224,10 +254,14 @@ def build(url: str, leads: int, steps: int, console: Console) -> App:
     with app.engine.begin() as conn:
         more_steps(conn, max(0, steps // leads - 3))
     postgres = app.postgres
-    with app.engine.begin() as conn:
-        spread_states(conn, postgres)
-    with app.engine.begin() as conn:
-        add_threads(conn, postgres)
+    if due:
+        with app.engine.begin() as conn:
+            due_first(conn, postgres, due_spread_s)
+    else:
+        with app.engine.begin() as conn:
+            spread_states(conn, postgres)
+        with app.engine.begin() as conn:
+            add_threads(conn, postgres)
     with app.engine.begin() as conn:
         # The step-count ledger got a row per copied step and move (SQLite's triggers are per
         # row): folded as the worker's first pass would (service_layer/step_tallies.py).

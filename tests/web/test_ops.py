@@ -72,6 +72,23 @@ def test_metrics_count_sends_refusals_replies_and_the_reply_to_cancel_latency(
     assert 'replyguard_http_requests_total{method="GET",route="/campaigns",status="303"} 1.0' in again
 
 
+def test_http_metrics_keep_a_bounded_set_of_series_whatever_methods_clients_make_up(app: App) -> None:
+    """Each label value is a series the process keeps for its whole life. The HTTP server hands
+    any token over as the method, so a label per method would let any client grow the memory
+    of `up` and `serve` without bound, one made-up method per request: the unknown ones are
+    counted together as "other"."""
+    with serving(create_app(app)) as base, httpx.Client(timeout=60, base_url=base) as client:
+        for i in range(40):
+            client.request(f"X{i}", "/healthz")
+        client.request("X0", "/healthz")
+        client.get("/healthz")
+        body = client.get("/metrics").text
+    series = [line for line in body.splitlines() if line.startswith("replyguard_http_requests_total{")]
+    methods = {line.split('method="', 1)[1].split('"', 1)[0] for line in series}
+    assert methods == {"GET", "other"}
+    assert metric(body, 'replyguard_http_requests_total{method="other",route="/healthz",status="405"}') == 41
+
+
 def test_metrics_want_the_metrics_token_when_one_is_set(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REPLYGUARD_METRICS_TOKEN", "s3cret-scrape-token")
     app.environment = Environment.read()  # what `bootstrap` reads when the process starts

@@ -21,6 +21,7 @@ from replyguard.service_layer.queries import inbound as iq
 from replyguard.service_layer.queries.charts import reply_activity
 from replyguard.service_layer.queries.ops import ops_snapshot
 from replyguard.service_layer.sending.worker import Worker, WorkerReport
+from replyguard.service_layer.uow import Memo, UnitOfWork
 from replyguard.service_layer.workspace.campaigns import create_campaign
 from replyguard.service_layer.workspace.leads import import_leads
 from tests.support.scenario import campaign_toml, csv_of, enroll_all, reply, run_days
@@ -125,6 +126,29 @@ def test_the_held_queue_shows_the_steps_of_leads_that_wait(app: App, clock: Fixe
         ("north1@lead.test", "held"),
     }
     assert [r.due_at for r in held.items] == sorted(r.due_at for r in held.items)
+
+
+def test_the_reply_figures_keep_one_remembered_result_per_campaign_as_replies_arrive(
+    app: App, clock: FixedClock
+) -> None:
+    """The campaign page remembers its per-step reply figures until a reply arrives. A result
+    under an older reply count can never be asked for again: it is replaced, not kept beside
+    the new one until the memo's 512 entries (each as large as the campaign's replies: a
+    process serving the page between replies held hundreds of them)."""
+    north, _ = two_campaigns_one_mailbox(app, leads_each=6, cap=20)
+    clock.advance(timedelta(hours=4))
+    run_days(app, clock, 0.5)
+    memo = Memo()
+    for i in range(6):
+        reply(app, f"north{i}@lead.test", "North", ReplyKind.HUMAN_REPLY)
+        with UnitOfWork(app.engine, app.clock, app.workspace_id, app.settings, memo=memo) as uow:
+            remembered = cq.step_stats(uow, north)
+            again = cq.step_stats(uow, north)  # from the memo
+        with app.uow() as uow:  # a memo of its own: read afresh
+            fresh = cq.step_stats(uow, north)
+        assert remembered == again == fresh
+        assert sum(s.replied for s in fresh) == i + 1
+        assert len(memo) == 1
 
 
 def test_reply_activity_counts_each_kind_per_day(app: App, clock: FixedClock) -> None:

@@ -27,21 +27,30 @@ log = logging.getLogger(__name__)
 
 
 class Memo:
-    """Results of expensive reads, each under a key that proves it still true (a key read in the
-    same unit of work that changes whenever the result would). Bounded: past `size` entries it
-    starts over. Safe across threads: a lost entry is only a read done again."""
+    """Results of expensive reads, each under the question it answers (`key`) and a `proof` read
+    in the same unit of work that changes whenever the result would. One entry per question:
+    a result under a newer proof replaces the one before, which could never be asked for again
+    (a page read after every new reply would otherwise leave one stale result per reply, each
+    as large as the campaign's replies, until `size` of them). Bounded: past `size` questions
+    it starts over. Safe across threads: a lost entry is only a read done again."""
 
     def __init__(self, size: int = 512) -> None:
         self.size = size
-        self._found: dict[Hashable, Any] = {}
+        self._found: dict[Hashable, tuple[Hashable, Any]] = {}
 
-    def get(self, key: Hashable) -> Any | None:
-        return self._found.get(key)
+    def get(self, key: Hashable, proof: Hashable = None) -> Any | None:
+        found = self._found.get(key)
+        if found is None or found[0] != proof:
+            return None
+        return found[1]
 
-    def put(self, key: Hashable, value: Any) -> None:
-        if len(self._found) >= self.size:
+    def put(self, key: Hashable, value: Any, proof: Hashable = None) -> None:
+        if key not in self._found and len(self._found) >= self.size:
             self._found = {}
-        self._found[key] = value
+        self._found[key] = (proof, value)
+
+    def __len__(self) -> int:
+        return len(self._found)
 
 
 class UnitOfWork:

@@ -104,8 +104,14 @@ def _families(snap: OpsSnapshot, now: float) -> Iterator[Metric]:
     yield inbound
 
 
+#: Methods counted under their own name. The HTTP server hands any token over as the method,
+#: and every label value is a series kept for the process's life: the others are "other".
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
 class HttpMetrics:
-    """This process's requests, by route template (never the raw path: it may hold a secret)."""
+    """This process's requests, by route template (never the raw path: it may hold a secret)
+    and method (a known one, or "other"): a bounded set of series, whatever clients send."""
 
     def __init__(self, app: ASGIApp, registry: CollectorRegistry) -> None:
         self.app = app
@@ -140,7 +146,8 @@ class HttpMetrics:
             route = getattr(scope.get("route"), "path", "unmatched")
             if scope.get("path", "").startswith(API_PREFIX) and not route.startswith(API_PREFIX):
                 route = API_PREFIX + route  # routers included with a prefix keep their own path
-            self.requests.labels(scope.get("method", ""), route, str(status)).inc()
+            method = scope.get("method", "")
+            self.requests.labels(method if method in _METHODS else "other", route, str(status)).inc()
             self.seconds.labels(route).observe(time.perf_counter() - started)
 
 

@@ -434,7 +434,7 @@ def _answered(uow: UnitOfWork, campaign_id: int, ids: list[int]) -> dict[tuple[i
     """{(template, what): leads} for the campaign's replies, absences and bounces, each counted
     for the email it answers (the lead's last step of the campaign sent before it arrived).
 
-    Remembered (`uow.memo`) under the workspace's reply count and newest reply id: replies are
+    Remembered (`uow.memo`), proved by the workspace's reply count and newest reply id: replies are
     only ever inserted, and what a stored reply answers never changes afterwards, because a step
     is marked sent with the time it is marked (`sent_at` = now), after every reply already stored
     (whose `received_at` is the time it was stored). The count catches a reply committed after a
@@ -443,8 +443,8 @@ def _answered(uow: UnitOfWork, campaign_id: int, ids: list[int]) -> dict[tuple[i
     replies = uow.session.execute(
         select(func.count(), func.max(m.Reply.id)).where(m.Reply.workspace_id == uow.workspace_id)
     ).one()
-    key = ("answered", uow.workspace_id, campaign_id, tuple(ids), replies[0], replies[1])
-    found: dict[tuple[int, str], set[int]] | None = uow.memo.get(key)
+    key, proof = ("answered", uow.workspace_id, campaign_id, tuple(ids)), (replies[0], replies[1])
+    found: dict[tuple[int, str], set[int]] | None = uow.memo.get(key, proof)
     if found is not None:
         return found
     answered = (
@@ -473,7 +473,7 @@ def _answered(uow: UnitOfWork, campaign_id: int, ids: list[int]) -> dict[tuple[i
     ):
         if template_id is not None:
             found.setdefault((template_id, _STAT_OF[kind]), set()).add(lead_id)
-    uow.memo.put(key, found)
+    uow.memo.put(key, found, proof)
     return found
 
 

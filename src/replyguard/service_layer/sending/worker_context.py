@@ -36,6 +36,7 @@ from replyguard.service_layer.sending.worker_base import (
     S,
     in_states,
 )
+from replyguard.service_layer.uow import Memo
 
 
 class WorkerContext:
@@ -72,8 +73,9 @@ class WorkerContext:
         #: Set by `Worker.interrupt`: the email in flight was cut off by us, not by its server.
         self.interrupted = False
         # Parsed windows by their stored text: the text is read with every claim and every
-        # send (a person may change it at any time), the parsing is done once.
-        self._windows: dict[tuple[str, str, str], SendWindow] = {}
+        # send (a person may change it at any time), the parsing is done once. Bounded: the
+        # worker runs for months, and every window a person ever typed is a key.
+        self._windows = Memo(64)
 
     @property
     def transport(self) -> Transport:
@@ -132,9 +134,10 @@ class WorkerContext:
     def window(self, days: str, start: str, end: str) -> SendWindow:
         """A campaign's window from its columns as they are now."""
         key = (days, start, end)
-        window = self._windows.get(key)
+        window: SendWindow | None = self._windows.get(key)
         if window is None:
-            window = self._windows[key] = SendWindow.parse(days.split(","), start, end)
+            window = SendWindow.parse(days.split(","), start, end)
+            self._windows.put(key, window)
         return window
 
     def limits(self, row: Any) -> SendLimits:
