@@ -14,7 +14,8 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import event
+import pytest
+from sqlalchemy import event, text
 
 from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
@@ -65,3 +66,32 @@ def test_the_claim_reaches_leads_by_their_key_before_any_statistics(app: App, cl
     assert "ix_leads_audit_run_id" not in plan, plan
     key = "pk_leads" if app.engine.dialect.name == "postgresql" else "leads USING INTEGER PRIMARY KEY"
     assert key in plan, plan
+
+
+@pytest.mark.postgres_only
+def test_the_claim_reads_steps_due_at_one_instant_in_its_order_without_sorting_them(
+    app: App, clock: FixedClock
+) -> None:
+    """A campaign enrolled at once has every first email due at the same instant: the claim's
+    `ORDER BY due_at, id LIMIT 20` must come from ix_steps_due, not a sort of every due step
+    (2.9 s per claim at 100,000 due when the index lacked `id`). With sorting disabled for the
+    plan, PostgreSQL still plans a Sort when no index gives the order."""
+    clock.advance(timedelta(hours=4))
+    simple_workspace(app, 300)
+    with app.engine.connect() as conn:
+        assert (
+            conn.execute(text("SELECT count(DISTINCT due_at) FROM steps WHERE position = 1")).scalar_one()
+            == 1
+        )
+    statement, parameters = _claim_statement(app)
+    with app.engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        cursor = raw.cursor()
+        cursor.execute("SET LOCAL enable_sort = off")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN (FORMAT JSON) " + statement, parameters)
+        plan = json.dumps(cursor.fetchone()[0])
+        raw.rollback()
+    assert "ix_steps_due" in plan, plan
+    assert 'Sort"' not in plan, plan  # neither "Sort" nor "Incremental Sort"

@@ -241,7 +241,8 @@ class Step(Base):
     __tablename__ = "steps"
     __table_args__ = (
         UniqueConstraint("enrollment_id", "position"),
-        Index("ix_steps_due", "state", "due_at"),
+        # The claim's order (due_at, id): steps due at one instant are read in id order.
+        Index("ix_steps_due", "state", "due_at", "id"),
         # A lead's steps by state (the reply transaction's cancel reads the first two columns);
         # with sent_at, "the email this reply answers" (a lead's last sent step before it) is
         # one backward step in the index: the campaign page's per-step reply figures.
