@@ -393,3 +393,39 @@ def test_the_poll_command_stops_cleanly_on_sigterm(app: App, imap: DovecotServer
     with app.uow() as uow:
         lease = uow.session.scalars(select(m.MailboxCursor.lease_owner)).one()
     assert lease is None  # released on the way out: the next poller need not wait
+
+
+def test_a_stop_while_a_busy_folder_is_read_ends_after_the_message_in_hand(
+    app: App, imap: DovecotServer
+) -> None:
+    """Replies arriving faster than they are read must not hold a stop up (`up` once logged
+    "did not stop in time" under load): the stop is checked between messages, the cursor
+    stands after the last one handled, and the next poller reads on from there."""
+    first = Recorder(app)
+    poller = app.imap_poller(imap.url, first, timing=FAST)
+    running = Running(poller)
+    wait_for(lambda: poller.stats.idle_commands == 1, "the poller waits in IDLE")
+    running.stop()  # the cursor now stands at the folder's newest message
+    messages = [note(n) for n in range(60)]
+    imap.append(*messages)  # more than two fetch batches wait
+
+    stop = threading.Event()
+    stopping = Recorder(app)
+
+    def handle(message: Fetched) -> None:
+        stopping(message)
+        stop.set()  # a SIGTERM while the first message is in hand
+
+    poller = app.imap_poller(imap.url, handle, timing=FAST)
+    poller.run(stop)  # returns: the stop was seen (before, it read all 60 first)
+    assert stopping.raws == messages[:1]
+
+    rest = Recorder(app)
+    poller = app.imap_poller(imap.url, rest, timing=replace(FAST, poll_interval=0.2), use_idle=False)
+    running = Running(poller)
+    try:
+        wait_for(lambda: len(rest.raws) == 59, "the rest read by the next poller")
+    finally:
+        running.stop()
+    assert rest.raws == messages[1:]
+    assert inbound_count(app) == 60

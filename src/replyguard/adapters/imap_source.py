@@ -302,6 +302,7 @@ class ImapPoller:
         self._delay = self.timing.backoff_min
         self._jitter = random.Random()  # noqa: S311 - spreading reconnects, not a secret
         self._renew_at = 0.0
+        self._stop: threading.Event | None = None  # set by `run`: checked between messages
 
     def run_once(self) -> int:
         """Read what is there now and return how many messages were handled."""
@@ -314,7 +315,10 @@ class ImapPoller:
             self._lease.release()
 
     def run(self, stop: threading.Event) -> None:
-        """Poll until `stop` is set, surviving every error; the lease is released on the way out."""
+        """Poll until `stop` is set, surviving every error; the lease is released on the way out.
+        A stop set while messages are being read ends the reading after the message in hand
+        (the cursor stands after it): a busy folder does not hold the stop up."""
+        self._stop = stop
         try:
             while not stop.is_set():
                 self._attempt(stop)
@@ -387,7 +391,7 @@ class ImapPoller:
         uidvalidity = int(info[b"UIDVALIDITY"])
         cursor = self._start(client, info, uidvalidity)
         total = 0
-        while True:
+        while not self._stopping():
             # "n:*" always matches the newest message, even when its UID is below n.
             last = cursor.last_uid
             uids = sorted(uid for uid in client.search(["UID", f"{last + 1}:*"]) if uid > last)
@@ -397,12 +401,18 @@ class ImapPoller:
                 self._health.polled()
                 return total
             for start in range(0, len(uids), FETCH_BATCH):
+                if self._stopping():
+                    return total
                 self._read_batch(client, uidvalidity, uids[start : start + FETCH_BATCH], cursor)
             total += len(uids)
             cursor = Cursor(uidvalidity, uids[-1], cursor.history_until_uid, cursor.replay_before)
             # A NOOP makes the server bring our view up to date (Dovecot adds messages that
             # landed meanwhile only then); the search above then finds them.
             client.noop()
+        return total
+
+    def _stopping(self) -> bool:
+        return self._stop is not None and self._stop.is_set()
 
     def _start(self, client: IMAPClient, info: dict[bytes, Any], uidvalidity: int) -> Cursor:
         """The cursor to read from: a first start begins at the newest UID (or, for a history
@@ -457,6 +467,8 @@ class ImapPoller:
             self._check_vanished(client, vanished)
         until, before = cursor.history_until_uid, cursor.replay_before
         for uid in batch:
+            if self._stopping():
+                return  # the cursor stands after the last message handled
             there = until is not None and uid <= until
             raw = bodies.get(uid) or heads.get(uid)
             replayed = there and before is not None and raw is not None and _dated_before(raw, before)
