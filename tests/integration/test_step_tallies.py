@@ -19,6 +19,7 @@ from replyguard.service_layer import step_tallies as tallies
 from replyguard.service_layer.queries import campaigns as q
 from replyguard.service_layer.sending.worker import Worker
 from replyguard.service_layer.step_tallies import Folder
+from replyguard.service_layer.workspace.enrollment import BULK_ENROLMENT
 from tests.support.scenario import reply, run_days, simple_workspace
 
 S = m.Step.__table__
@@ -105,6 +106,19 @@ def test_the_worker_folds_a_long_ledger(app: App, clock: FixedClock) -> None:
     agree(app)
     with app.engine.connect() as conn:
         assert tallies.ledger_rows(conn, app.workspace_id) <= worker.tallies.folded_to + 10 + 6 * 20
+
+
+def test_a_bulk_enrolment_folds_the_ledger_it_made_long(
+    app: App, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workspace whose worker does not run (yet) still reads a short ledger after a large
+    enrolment: the enrolment folds it in its own transaction when it has grown long."""
+    monkeypatch.setattr(tallies, "FOLD_AFTER", 50)
+    simple_workspace(app, BULK_ENROLMENT)  # 3 templates: 300 steps, at least one row each move
+    counts = agree(app)
+    assert sum(counts.values()) == 3 * BULK_ENROLMENT
+    with app.engine.connect() as conn:
+        assert tallies.ledger_rows(conn, app.workspace_id) == len(counts) == 3
 
 
 @pytest.mark.postgres_only

@@ -13,7 +13,9 @@ it (`Worker.fold_tallies`, at the start of each pass): a workspace's rows are re
 beside it: on PostgreSQL the rows it deletes are exactly the rows it sums (one statement,
 `DELETE … RETURNING` feeding the `INSERT`), and folds of one workspace take turns (an
 advisory lock; a fold that finds it taken is skipped); on SQLite the fold's transaction holds
-the database's only write lock.
+the database's only write lock. A bulk enrolment folds too, in its own transaction, when it has
+made the ledger long (`fold_if_long`): a workspace without a running worker is not left with a
+million rows to sum.
 """
 
 from __future__ import annotations
@@ -90,6 +92,15 @@ def fold(conn: Connection, workspace_id: int) -> int | None:
     )
     conn.execute(T.delete().where(T.c.workspace_id == workspace_id, T.c.id <= top))
     return folded.rowcount
+
+
+def fold_if_long(conn: Connection, workspace_id: int) -> int | None:
+    """`fold` when the workspace's ledger holds more than FOLD_AFTER rows, in the caller's
+    transaction: for a writer that has just added many (a bulk enrolment), so that a workspace
+    whose worker does not run yet still reads a short ledger. None when nothing was folded."""
+    if ledger_rows(conn, workspace_id) <= FOLD_AFTER:
+        return None
+    return fold(conn, workspace_id)
 
 
 class Folder:

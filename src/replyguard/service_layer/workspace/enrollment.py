@@ -18,6 +18,7 @@ from sqlalchemy import select
 from replyguard.adapters.db import models as m
 from replyguard.domain.schedule import SendWindow, Wait, load_zone, plan_due
 from replyguard.domain.states import OPEN, ReplyState
+from replyguard.service_layer import step_tallies
 from replyguard.service_layer.steps import new_step
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.campaign_status import require_not_archived
@@ -106,6 +107,10 @@ def enroll_leads(
             _enroll_one(uow, campaign, steps, mailbox, secret, lead, report)
     if report.enrolled >= BULK_ENROLMENT:
         uow.analyze_after_commit("contacts", "leads", "enrollments", "steps")
+        # Every new step wrote a row into the step-count ledger (SQLite: one per step); fold
+        # it now rather than wait for a worker's pass (step_tallies.py).
+        uow.session.flush()
+        step_tallies.fold_if_long(uow.session.connection(), uow.workspace_id)
 
 
 #: Enrolments of at least this many leads refresh the planner's statistics when they commit
