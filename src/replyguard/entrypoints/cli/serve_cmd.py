@@ -32,11 +32,13 @@ def register(app: typer.Typer) -> None:
         """Serve the web workspace, the REST API, one-click unsubscribe and the inbound webhooks."""
         import uvicorn
 
+        from replyguard.entrypoints.allocator import limit_arenas
         from replyguard.entrypoints.cli.app import fail, open_app, simulated_note
         from replyguard.entrypoints.http import create_app
         from replyguard.entrypoints.logs import configure_logging
         from replyguard.service_layer.inbound.quarantine import Sweeper
 
+        limit_arenas()  # before the server's threads allocate (allocator.py)
         instance = open_app(ctx, running_clock=True)
         log_format = instance.environment.log_format
         # Otherwise uvicorn's own log format, as before; on a simulated clock ours, which says so.

@@ -71,10 +71,12 @@ def up(
 ) -> None:
     """Run the web app, the worker and the IMAP pollers together (Ctrl-C stops)."""
     from replyguard.adapters.imap_source import ImapUrlError, parse_imap_url
+    from replyguard.entrypoints.allocator import limit_arenas
     from replyguard.entrypoints.cli.app import check_public_url, fail, open_app, simulated_note
     from replyguard.entrypoints.logs import configure_logging
     from replyguard.entrypoints.supervisor import Supervisor
 
+    limit_arenas()  # before the parts' threads allocate (allocator.py)
     instance = open_app(ctx, running_clock=True)
     try:
         configure_logging(
