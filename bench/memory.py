@@ -29,6 +29,7 @@ the first 10%, MiB per 10k units of work).
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import os
 import signal
@@ -330,6 +331,7 @@ class PageLoop:
         self.base, self.paths = base, paths
         self.requests = 0
         self.errors = 0
+        self.why: collections.Counter[str] = collections.Counter()  # "path status" or the exception
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -345,9 +347,12 @@ class PageLoop:
                         for path in self.paths:
                             response = client.get(path)
                             self.requests += 1
-                            self.errors += response.status_code != 200
-            except Exception:
+                            if response.status_code != 200:
+                                self.errors += 1
+                                self.why[f"{path} {response.status_code}"] += 1
+            except Exception as exc:
                 self.errors += 1
+                self.why[type(exc).__name__] += 1
                 self.stop.wait(1)
 
 
@@ -456,7 +461,7 @@ def long_up(args: argparse.Namespace, console: Console) -> dict[str, Any]:
             )
             pages.stop.set()
         tail = log.read_text(errors="replace").splitlines()[-20:]
-    run |= {"leads": args.up_leads, "db": "sqlite", "log_tail": tail}
+    run |= {"leads": args.up_leads, "db": "sqlite", "log_tail": tail, "page_errors_by_kind": dict(pages.why)}
     return run | {"summary": summarize(run, None)}
 
 
