@@ -444,7 +444,7 @@ def _sent_and_next() -> Any:
     )
     accepted = (
         update(OUT)
-        .where(OUT.c.step_id == refs.c.step_id, OUT.c.step_id.in_(select(sent.c.id)))
+        .where(OUT.c.step_id == sent.c.id, refs.c.step_id == sent.c.id)
         .values(status="accepted", accepted_at=_SENT_AT, transport_ref=refs.c.ref)
         .cte("accepted")
     )
