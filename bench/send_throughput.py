@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import START, scratch_db, workspace, write_result
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 
 RESET = [
     "DELETE FROM outbound_messages",
@@ -37,7 +39,7 @@ RESET = [
 ]
 
 
-def guarded(url: str, start: mp.Barrier, batch: int = 1) -> None:  # type: ignore[valid-type]
+def guarded(url: str, start: mp.Barrier, batch: int = 1, cpu: Any = None) -> None:  # type: ignore[valid-type]
     import os
 
     os.environ["REPLYGUARD_SEND_BATCH"] = str(batch)
@@ -48,11 +50,26 @@ def guarded(url: str, start: mp.Barrier, batch: int = 1) -> None:  # type: ignor
         app = bootstrap(url, now=START.isoformat(), transport="null:", worker=True)
     except TypeError:  # the code before it, for "before" numbers
         app = bootstrap(url, now=START.isoformat(), transport="null:")
+    backends: list[int] = []
+    event.listen(app.engine, "connect", lambda dbapi, _record: backends.append(dbapi.info.backend_pid))
     worker = Worker(app)
     _ = app.workspace_id
     start.wait()
+    client = time.process_time()
     worker.run_once()
+    client = time.process_time() - client
+    if cpu is not None:  # this process's CPU, and that of the server sessions it opened
+        cpu.put((client, sum(_backend_cpu(pid) for pid in backends)))
     app.close()
+
+
+def _backend_cpu(pid: int) -> float:
+    """CPU seconds a PostgreSQL server process has used (this machine's /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def bare(url: str, start: mp.Barrier) -> None:  # type: ignore[valid-type]
@@ -83,18 +100,24 @@ def bare(url: str, start: mp.Barrier) -> None:  # type: ignore[valid-type]
     engine.dispose()
 
 
-def timed(target: object, url: str, n: int, *extra: object) -> float:
+def timed(target: object, url: str, n: int, *extra: object) -> tuple[float, float, float]:
+    """Wall seconds of `n` processes running `target`, and (guarded workers) the CPU seconds
+    they and their server sessions used."""
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(n + 1)
-    procs = [ctx.Process(target=target, args=(url, barrier, *extra)) for _ in range(n)]
+    cpu = ctx.Queue() if target is guarded else None
+    args = (*extra, cpu) if cpu is not None else extra
+    procs = [ctx.Process(target=target, args=(url, barrier, *args)) for _ in range(n)]
     for p in procs:
         p.start()
     barrier.wait()
     t0 = time.perf_counter()
+    spent = [cpu.get() for _ in procs] if cpu is not None else []
     for p in procs:
         p.join()
         assert p.exitcode == 0
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    return wall, sum(c for c, _ in spent), sum(s for _, s in spent)
 
 
 def main() -> int:
@@ -122,11 +145,11 @@ def main() -> int:
 
         for n in (int(w) for w in args.workers.split(",")):
             reset()
-            b_wall = timed(bare, url, n)
+            b_wall, _, _ = timed(bare, url, n)
             b_sent = sent()
             for batch in (int(b) for b in args.batches.split(",")):
                 reset()
-                g_wall = timed(guarded, url, n, batch)
+                g_wall, client_cpu, server_cpu = timed(guarded, url, n, batch)
                 g_sent = sent()
                 row = {
                     "workers": n,
@@ -137,6 +160,10 @@ def main() -> int:
                     "bare_per_s": round(b_sent / b_wall, 1),
                 }
                 row["ratio"] = round(row["guarded_per_s"] / row["bare_per_s"], 3)
+                # CPU per email: the workers' own, and their PostgreSQL sessions' (the wall-clock
+                # rates depend on what else the machine runs; these much less).
+                row["worker_cpu_ms_per_email"] = round(client_cpu * 1000 / max(g_sent, 1), 3)
+                row["server_cpu_ms_per_email"] = round(server_cpu * 1000 / max(g_sent, 1), 3)
                 console.print(row)
                 rows.append(row)
         admin.dispose()
@@ -148,6 +175,8 @@ def main() -> int:
         "guarded sends/s",
         "bare claim+complete/s",
         "guarded / bare",
+        "worker CPU ms/email",
+        "server CPU ms/email",
     ):
         table.add_column(col, justify="right")
     for row in rows:
@@ -157,6 +186,8 @@ def main() -> int:
             f"{row['guarded_per_s']:.0f}",
             f"{row['bare_per_s']:.0f}",
             f"{row['ratio']:.2f}",
+            f"{row['worker_cpu_ms_per_email']:.2f}",
+            f"{row['server_cpu_ms_per_email']:.2f}",
         )
     console.print(table)
     console.print(f"written {write_result('send_throughput', {'steps': args.steps, 'rows': rows})}")

@@ -29,7 +29,19 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Connection, and_, bindparam, case, exists, func, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    or_,
+    select,
+    update,
+)
 
 from replyguard.domain.clock import ensure_aware
 from replyguard.domain.schedule import SendWindow, Wait, load_zone, local_day, next_day_start, plan_due
@@ -71,54 +83,14 @@ class Claimer:
         now = ctx.now()
         limit = limit or ctx.app.settings.claim_batch
         with ctx.engine.connect() as conn, conn.begin():
-            query = (
-                select(
-                    S.c.id,
-                    S.c.lead_id,
-                    S.c.mailbox_id,
-                    S.c.enrollment_id,
-                    S.c.position,
-                    S.c.campaign_step_id,
-                    C.c.id.label("campaign_id"),
-                    C.c.timezone.label("campaign_tz"),
-                    C.c.window_days,
-                    C.c.window_start,
-                    C.c.window_end,
-                    CT.c.timezone.label("contact_tz"),
-                )
-                .select_from(
-                    S.join(L, L.c.id == S.c.lead_id)
-                    .join(E, E.c.id == S.c.enrollment_id)
-                    .join(C, C.c.id == E.c.campaign_id)
-                    .join(CT, CT.c.id == L.c.contact_id)
-                    .join(MB, MB.c.id == S.c.mailbox_id)
-                )
-                .where(
-                    S.c.workspace_id == ctx.ws,
-                    S.c.state == StepState.SCHEDULED,
-                    S.c.due_at <= now,
-                    L.c.reply_state == ReplyState.ACTIVE,
-                    E.c.state == EnrollmentState.ACTIVE,
-                    C.c.status == "active",
-                    MB.c.status == "active",
-                    ~exists().where(
-                        EARLIER.c.enrollment_id == S.c.enrollment_id,
-                        EARLIER.c.position < S.c.position,
-                        EARLIER.c.state.not_in(list(LETS_NEXT_GO)),
-                    ),
-                )
-                .order_by(S.c.due_at, S.c.id)
-                .limit(limit)
-            )
             # AUDIT (issue 13, docs/audit.md): the audit's canary leads are claimed only by the
             # audit, one lead at a time (`only_lead`), so a running worker never races it for
             # them. The canary is the team's own address: its emails ignore the prospects'
             # send window and cap, and take no slot of the cap (no prospect waits for them).
             audit = only_lead is not None
-            query = query.where(S.c.lead_id == only_lead if audit else L.c.audit_run_id.is_(None))
-            if ctx.postgres:
-                query = query.with_for_update(of=S, skip_locked=True)
-            rows = conn.execute(query).all()
+            dialect = "postgresql" if ctx.postgres else "sqlite"
+            query = _audit_claim(only_lead, ctx.postgres) if only_lead is not None else _CLAIM_DUE[dialect]
+            rows = conn.execute(query, {"ws": ctx.ws, "now": now, "limit": limit}).all()
             if not rows:
                 return []
             # AUDIT: a canary's claim is the audit's own email to the team: no cap, no spacing.
@@ -155,25 +127,10 @@ class Claimer:
                 claims.append(claim)
                 claim_rows.append({"sid": claim.step_id, "tok": claim.token, "day": day})
             if deferrals:
-                conn.execute(
-                    update(S).where(S.c.id == bindparam("sid")).values(due_at=bindparam("due")),
-                    deferrals,
-                )
+                conn.execute(_DEFER, deferrals)
             if claims:
                 lease_until = now + ctx.app.settings.lease
-                claimable = step_move(StepState.SCHEDULED, StepState.CLAIMED)
-                conn.execute(
-                    update(S)
-                    .where(S.c.id == bindparam("sid"), in_states(S.c.state, claimable))
-                    .values(
-                        state=StepState.CLAIMED,
-                        claim_token=bindparam("tok"),
-                        lease_until=lease_until,
-                        send_day=bindparam("day"),
-                        updated_at=now,
-                    ),
-                    claim_rows,
-                )
+                conn.execute(_CLAIM, [row | {"lease": lease_until, "at": now} for row in claim_rows])
             ctx.app.hooks.at("before_claim_commit")
         report.claimed += len(claims)
         report.deferred += len(deferrals)
@@ -233,29 +190,17 @@ class Claimer:
     ) -> tuple[dict[int, int], dict[int, tuple[Any, int, Any]], dict[int, _Rate]]:
         """Sends counted against each mailbox's cap today and against its minute, under a lock
         on the mailbox rows."""
-        query = select(MB.c.id, MB.c.daily_cap, MB.c.timezone, MB.c.max_connections, MB.c.per_minute).where(
-            MB.c.id.in_(sorted(mailbox_ids))
-        )
-        if self.ctx.postgres:
-            query = query.order_by(MB.c.id).with_for_update()
+        query = _LOCK_MAILBOXES["postgresql" if self.ctx.postgres else "sqlite"]
         caps: dict[int, tuple[Any, int, Any]] = {}
         usage: dict[int, int] = {}
         rates: dict[int, _Rate] = {}
         minute_ago = now - MINUTE
-        # In the minute: claimed or in flight now, or sent less than a minute ago.
-        in_minute = or_(S.c.state.in_(_IN_FLIGHT), S.c.sent_at > minute_ago)
-        for mb in conn.execute(query):
+        for mb in conn.execute(query, {"mailbox_ids": sorted(mailbox_ids)}):
             zone = load_zone(mb.timezone)
             day = local_day(now, zone)
             caps[mb.id] = (day, mb.daily_cap, zone)
             counted = conn.execute(
-                select(
-                    func.count(),
-                    func.count(case((in_minute, 1))),
-                    func.min(case((S.c.sent_at > minute_ago, S.c.sent_at))),
-                )
-                .select_from(S)
-                .where(S.c.mailbox_id == mb.id, S.c.send_day == day, S.c.state.in_(_USING_SLOT))
+                _MAILBOX_USE, {"mailbox_id": mb.id, "day": day, "minute_ago": minute_ago}
             ).one()
             usage[mb.id] = counted[0]
             rates[mb.id] = _Rate(mb.per_minute, counted[1], counted[2], mb.max_connections)
@@ -281,3 +226,106 @@ class _Rate:
         if self.oldest is None:
             return now + timedelta(seconds=1)
         return max(ensure_aware(self.oldest) + MINUTE, now + timedelta(milliseconds=10))
+
+
+# The claim's statements, built once (see worker_base: "The send path's statements").
+
+
+def _due(audit_filter: ColumnElement[bool]) -> Select[Any]:
+    """The due steps a claim may take, in order (`Claimer.claim`), up to `limit`."""
+    return (
+        select(
+            S.c.id,
+            S.c.lead_id,
+            S.c.mailbox_id,
+            S.c.enrollment_id,
+            S.c.position,
+            S.c.campaign_step_id,
+            C.c.id.label("campaign_id"),
+            C.c.timezone.label("campaign_tz"),
+            C.c.window_days,
+            C.c.window_start,
+            C.c.window_end,
+            CT.c.timezone.label("contact_tz"),
+        )
+        .select_from(
+            S.join(L, L.c.id == S.c.lead_id)
+            .join(E, E.c.id == S.c.enrollment_id)
+            .join(C, C.c.id == E.c.campaign_id)
+            .join(CT, CT.c.id == L.c.contact_id)
+            .join(MB, MB.c.id == S.c.mailbox_id)
+        )
+        .where(
+            S.c.workspace_id == bindparam("ws"),
+            S.c.state == StepState.SCHEDULED,
+            S.c.due_at <= bindparam("now", type_=S.c.due_at.type),
+            L.c.reply_state == ReplyState.ACTIVE,
+            E.c.state == EnrollmentState.ACTIVE,
+            C.c.status == "active",
+            MB.c.status == "active",
+            ~exists().where(
+                EARLIER.c.enrollment_id == S.c.enrollment_id,
+                EARLIER.c.position < S.c.position,
+                EARLIER.c.state.not_in(list(LETS_NEXT_GO)),
+            ),
+            audit_filter,
+        )
+        .order_by(S.c.due_at, S.c.id)
+        .limit(bindparam("limit"))
+    )
+
+
+def _claimable(query: Select[Any], postgres: bool) -> Select[Any]:
+    return query.with_for_update(of=S, skip_locked=True) if postgres else query
+
+
+_PROSPECTS = _due(L.c.audit_run_id.is_(None))
+#: The due steps of the prospects (every lead but the audit's canaries), by dialect: SKIP
+#: LOCKED on PostgreSQL, the transaction's write lock on SQLite.
+_CLAIM_DUE = {"postgresql": _claimable(_PROSPECTS, True), "sqlite": _PROSPECTS}
+
+
+def _audit_claim(lead_id: int, postgres: bool) -> Select[Any]:
+    """AUDIT: the due steps of one canary lead (rare: built when asked)."""
+    return _claimable(_due(S.c.lead_id == lead_id), postgres)
+
+
+#: A candidate that may not go yet waits until it may (its spacing, window or cap).
+_DEFER = update(S).where(S.c.id == bindparam("sid")).values(due_at=bindparam("due"))
+#: SCHEDULED -> CLAIMED with a fresh token and lease (one parameter set per step).
+_CLAIM = (
+    update(S)
+    .where(
+        S.c.id == bindparam("sid"), in_states(S.c.state, step_move(StepState.SCHEDULED, StepState.CLAIMED))
+    )
+    .values(
+        state=StepState.CLAIMED,
+        claim_token=bindparam("tok"),
+        lease_until=bindparam("lease"),
+        send_day=bindparam("day"),
+        updated_at=bindparam("at"),
+    )
+)
+_MAILBOXES = (
+    select(MB.c.id, MB.c.daily_cap, MB.c.timezone, MB.c.max_connections, MB.c.per_minute)
+    .where(MB.c.id.in_(bindparam("mailbox_ids", expanding=True)))
+    .order_by(MB.c.id)
+)
+#: The claim's mailboxes, locked on PostgreSQL (their caps count under the lock).
+_LOCK_MAILBOXES = {"postgresql": _MAILBOXES.with_for_update(), "sqlite": _MAILBOXES}
+_MINUTE_AGO = bindparam("minute_ago", type_=S.c.sent_at.type)
+#: A mailbox's emails counted against its cap on `day`, those in its last minute (claimed or
+#: in flight now, or sent less than a minute ago), and the oldest send of that minute.
+_MAILBOX_USE = (
+    select(
+        func.count(),
+        func.count(case((or_(S.c.state.in_(_IN_FLIGHT), S.c.sent_at > _MINUTE_AGO), 1))),
+        func.min(case((S.c.sent_at > _MINUTE_AGO, S.c.sent_at))),
+    )
+    .select_from(S)
+    .where(
+        S.c.mailbox_id == bindparam("mailbox_id"),
+        S.c.send_day == bindparam("day", type_=S.c.send_day.type),
+        S.c.state.in_(_USING_SLOT),
+    )
+)

@@ -146,7 +146,10 @@ class SendGuard:
                     tx.commit()
                     return
                 ctx.app.hooks.at("after_recheck")
-                with ctx.engine.connect() as marker, marker.begin():
+                # The marker on a second connection, committed before any byte leaves while
+                # this one keeps the lead locks. It is one statement (`_MARK_AND_HAND`) run in
+                # autocommit: committed, and durable, when it returns.
+                with ctx.autocommit.connect() as marker:
                     go = self._mark_sending_many(marker, go, results)
                 ctx.app.hooks.at("after_marker")
                 paused: set[int | None] = set()

@@ -21,7 +21,8 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import JSON, Connection, and_, bindparam, cast, column, func, literal, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from replyguard.adapters.transports.base import Outcome
 from replyguard.domain.schedule import Wait, load_zone, plan_due
@@ -34,6 +35,7 @@ from replyguard.service_layer.sending.send_outcomes import record_send_bounce, s
 from replyguard.service_layer.sending.worker_base import (
     CS,
     CT,
+    EV,
     EVENT_INSERT,
     OUT,
     SPACING_TOLERANCE,
@@ -79,33 +81,13 @@ class Recorder:
                 results[claim.step_id] = self._record(conn, claim, handed)
         if not accepted:
             return
-        fence = {
-            "sent_ids": [c.step_id for c, _ in accepted],
-            "sent_tokens": [c.token for c, _ in accepted],
-            "sent_at": now,
-        }
-        sent = {row.id: row for row in conn.execute(_SENT, fence)}
+        sent, after = self._accept(conn, accepted, now)
         done = [(c, h) for c, h in accepted if c.step_id in sent]
         for claim, handed in accepted:
             if claim.step_id not in sent:
                 results[claim.step_id] = self._late(conn, claim, handed)
         if not done:
             return
-        conn.execute(_ACCEPTED, [{"sid": c.step_id, "ref": h.delivery.ref, "at": now} for c, h in done])
-        conn.execute(
-            EVENT_INSERT,
-            [
-                {
-                    "workspace_id": ctx.ws,
-                    "lead_id": c.lead_id,
-                    "step_id": c.step_id,
-                    "kind": "step_sent",
-                    "at": now,
-                    "data": {"crossed": bool(sent[c.step_id].cancel_requested)},
-                }
-                for c, _ in done
-            ],
-        )
         for claim, _ in done:
             if sent[claim.step_id].cancel_requested:
                 # A reply was recorded while this email was on its way (SQLite cannot hold the
@@ -118,11 +100,55 @@ class Recorder:
                     now=now,
                     settings=ctx.app.settings,
                 )
-        self._after_sent_many(
-            conn, [(sent[c.step_id].enrollment_id, sent[c.step_id].position) for c, _ in done], now
-        )
+        self._after_sent_many(conn, {sent[c.step_id].enrollment_id for c, _ in done}, after, now)
         for claim, _ in done:
             results[claim.step_id] = "sent"
+
+    def _accept(
+        self, conn: Connection, accepted: list[tuple[Claim, Handed]], now: datetime
+    ) -> tuple[dict[int, Any], list[Any]]:
+        """SENDING -> SENT for the accepted emails still ours, with their outbound rows and
+        `step_sent` events. Returns the steps moved (by id: enrollment, position, whether a
+        reply asked to cancel) and the step after each, when one is still to send (the
+        columns of `_next_columns`)."""
+        fence: dict[str, Any] = {
+            "sent_ids": [c.step_id for c, _ in accepted],
+            "sent_tokens": [c.token for c, _ in accepted],
+            "sent_at": now,
+        }
+        if self.ctx.postgres:
+            # Everything in one statement: one round trip while the leads are locked.
+            fence |= {
+                "sent_workspace": self.ctx.ws,
+                "accepted_ids": [c.step_id for c, _ in accepted],
+                "accepted_refs": [h.delivery.ref for _, h in accepted],
+            }
+            rows = conn.execute(_SENT_AND_NEXT, fence).all()
+            return {row.id: row for row in rows}, [row for row in rows if row.next_id is not None]
+        sent = {row.id: row for row in conn.execute(_SENT, fence)}
+        done = [(c, h) for c, h in accepted if c.step_id in sent]
+        if not done:
+            return sent, []
+        conn.execute(_ACCEPTED, [{"sid": c.step_id, "ref": h.delivery.ref, "at": now} for c, h in done])
+        conn.execute(
+            EVENT_INSERT,
+            [
+                {
+                    "workspace_id": self.ctx.ws,
+                    "lead_id": c.lead_id,
+                    "step_id": c.step_id,
+                    "kind": "step_sent",
+                    "at": now,
+                    "data": {"crossed": bool(sent[c.step_id].cancel_requested)},
+                }
+                for c, _ in done
+            ],
+        )
+        # By enrollment (an index prefix); the position is picked here: a row-value IN over
+        # (enrollment, position) pairs is not planned as an index lookup.
+        moved = {(row.enrollment_id, row.position) for row in sent.values()}
+        rows = conn.execute(_NEXT_STEPS, {"enrollment_ids": sorted({e for e, _ in moved})}).all()
+        return sent, [row for row in rows if (row.enrollment_id, row.position - 1) in moved]
 
     def _record(self, conn: Connection, claim: Claim, handed: Handed) -> str:
         """A result other than acceptance (those are written together by `record_many`)."""
@@ -308,14 +334,14 @@ class Recorder:
         )
         return "stale"
 
-    def _after_sent_many(self, conn: Connection, sent: list[tuple[int, int]], now: datetime) -> None:
-        """Move each next step to its wait after this send (so `leads show` tells the truth; the
-        claim enforces the spacing exactly), and complete enrollments with nothing left."""
-        rows = conn.execute(_NEXT_STEPS, {"enrollment_ids": sorted({e for e, _ in sent})}).all()
-        wanted = {(e, p + 1) for e, p in sent}
-        rows = [row for row in rows if (row.enrollment_id, row.position) in wanted]
+    def _after_sent_many(
+        self, conn: Connection, enrollments: set[int], after: list[Any], now: datetime
+    ) -> None:
+        """Move each next step (`after`: the step after each one sent, when it is still to
+        send) to its wait after this send (so `leads show` tells the truth; the claim enforces
+        the spacing exactly), and complete enrollments with nothing left."""
         moves = []
-        for nxt in rows:
+        for nxt in after:
             due = plan_due(
                 now,
                 Wait.stored(nxt.wait_days, nxt.wait_seconds),
@@ -324,12 +350,12 @@ class Recorder:
             )
             # Only a real delay moves the next step: rewriting an indexed column for a few
             # seconds of drift would cost every send a write for no one's benefit.
-            if due > nxt.due_at + SPACING_TOLERANCE:
-                moves.append({"sid": nxt.id, "due": due})
+            if due > nxt.next_due_at + SPACING_TOLERANCE:
+                moves.append({"sid": nxt.next_id, "due": due})
         if moves:
             conn.execute(_MOVE_DUE, moves)
-        waiting = {nxt.enrollment_id for nxt in rows}
-        self.ctx.complete_finished(conn, {e for e, _ in sent if e not in waiting})
+        waiting = {nxt.enrollment_id for nxt in after}
+        self.ctx.complete_finished(conn, enrollments - waiting)
 
 
 # The statements of an acceptance, built once (see worker_base: "The send path's statements").
@@ -347,7 +373,7 @@ _SENT = (
         updated_at=_SENT_AT,
         last_error=None,
     )
-    .returning(S.c.id, S.c.enrollment_id, S.c.position, S.c.cancel_requested)
+    .returning(S.c.id, S.c.lead_id, S.c.enrollment_id, S.c.position, S.c.cancel_requested)
 )
 #: The outbound row of each accepted email (one row per executemany parameter set).
 _ACCEPTED = (
@@ -355,15 +381,13 @@ _ACCEPTED = (
     .where(OUT.c.step_id == bindparam("sid"))
     .values(status="accepted", accepted_at=bindparam("at"), transport_ref=bindparam("ref"))
 )
-#: The steps after the ones just sent, with what their wait needs. By enrollment (an index
-#: prefix); the position is picked in Python: a row-value IN over (enrollment, position)
-#: pairs is not planned as an index lookup.
-_NEXT_STEPS = (
-    select(
-        S.c.id,
-        S.c.enrollment_id,
-        S.c.position,
-        S.c.due_at,
+
+
+#: The columns the next step's wait needs (`Recorder._after_sent_many`), from `_NEXT_FROM`.
+def _next_columns(nxt: Any) -> list[Any]:
+    return [
+        nxt.c.id.label("next_id"),
+        nxt.c.due_at.label("next_due_at"),
         CS.c.wait_seconds,
         CS.c.wait_days,
         CT.c.timezone,
@@ -371,17 +395,83 @@ _NEXT_STEPS = (
         C.c.window_days,
         C.c.window_start,
         C.c.window_end,
-    )
-    .select_from(
-        S.join(CS, CS.c.id == S.c.campaign_step_id)
-        .join(E, E.c.id == S.c.enrollment_id)
+    ]
+
+
+def _next_from(nxt: Any) -> Any:
+    """The step `nxt` with its campaign step, campaign and contact."""
+    return (
+        nxt.join(CS, CS.c.id == nxt.c.campaign_step_id)
+        .join(E, E.c.id == nxt.c.enrollment_id)
         .join(C, C.c.id == E.c.campaign_id)
-        .join(L, L.c.id == S.c.lead_id)
+        .join(L, L.c.id == nxt.c.lead_id)
         .join(CT, CT.c.id == L.c.contact_id)
     )
+
+
+#: A step still to send after one that was sent (a person may have made it wait for approval).
+_STILL_TO_SEND = [StepState.SCHEDULED, StepState.AWAITING_APPROVAL]
+
+#: SQLite: the steps still to send of the enrollments just sent from, with what their wait
+#: needs (`Recorder._accept` picks the one after each step sent).
+_NEXT_STEPS = (
+    select(S.c.enrollment_id, S.c.position, *_next_columns(S))
+    .select_from(_next_from(S))
     .where(
         S.c.enrollment_id.in_(bindparam("enrollment_ids", expanding=True)),
-        S.c.state.in_([StepState.SCHEDULED, StepState.AWAITING_APPROVAL]),
+        S.c.state.in_(_STILL_TO_SEND),
     )
 )
+
+
+def _sent_and_next() -> Any:
+    """PostgreSQL: an acceptance in one statement, one round trip under the lead locks.
+
+    `WITH sent AS (UPDATE steps … RETURNING …)` moves the steps (`_SENT`, fenced as on
+    SQLite), `accepted` updates their outbound rows with each transport's reference (bound
+    arrays, `unnest`ed: one compiled statement for any batch), `sent_events` writes their
+    `step_sent` events, and the SELECT returns one row per step sent with the step after it,
+    if one is still to send (an index lookup by enrollment and position). The three writes
+    touch only the steps `sent` returned: a step taken over meanwhile gets none of them."""
+    sent = _SENT.cte("sent")
+    refs = (
+        func.unnest(
+            bindparam("accepted_ids", type_=ARRAY(OUT.c.step_id.type)),
+            bindparam("accepted_refs", type_=ARRAY(OUT.c.transport_ref.type)),
+        )
+        .table_valued(column("step_id", OUT.c.step_id.type), column("ref", OUT.c.transport_ref.type))
+        .render_derived(name="refs")
+    )
+    accepted = (
+        update(OUT)
+        .where(OUT.c.step_id == sent.c.id, refs.c.step_id == sent.c.id)
+        .values(status="accepted", accepted_at=_SENT_AT, transport_ref=refs.c.ref)
+        .cte("accepted")
+    )
+    events = EVENT_INSERT.from_select(
+        ["workspace_id", "lead_id", "step_id", "kind", "at", "data"],
+        select(
+            bindparam("sent_workspace", type_=EV.c.workspace_id.type),
+            sent.c.lead_id,
+            sent.c.id,
+            literal("step_sent", EV.c.kind.type),
+            _SENT_AT,
+            # jsonb's text form, as the worker's other events are written: {"crossed": false}
+            cast(func.jsonb_build_object("crossed", sent.c.cancel_requested), JSON),
+        ),
+    ).cte("sent_events")
+    nxt = S.alias("next_step")
+    after_sent = and_(
+        nxt.c.enrollment_id == sent.c.enrollment_id,
+        nxt.c.position == sent.c.position + 1,
+        nxt.c.state.in_(_STILL_TO_SEND),
+    )
+    return (
+        select(sent.c.id, sent.c.enrollment_id, sent.c.position, sent.c.cancel_requested, *_next_columns(nxt))
+        .select_from(sent.outerjoin(_next_from(nxt), after_sent))
+        .add_cte(accepted, events)
+    )
+
+
+_SENT_AND_NEXT = _sent_and_next()
 _MOVE_DUE = update(S).where(S.c.id == bindparam("sid")).values(due_at=bindparam("due"))

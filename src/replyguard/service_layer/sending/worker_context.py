@@ -51,6 +51,9 @@ class WorkerContext:
     ) -> None:
         self.app = app
         self.engine = app.engine
+        #: The same pool, each statement its own transaction: PostgreSQL's marker is one
+        #: statement, durable when it returns (no BEGIN and COMMIT round trips around it).
+        self.autocommit = app.engine.execution_options(isolation_level="AUTOCOMMIT")
         #: A transport given to the worker sends for every mailbox (tests, the audit); without
         #: one, each mailbox sends through its own (`transport_for`).
         self.fixed = transport
