@@ -160,19 +160,21 @@ def other_products(session: Session, contact_id: int, lead_id: int) -> tuple[Oth
     return other_leads(session, contact_id, lead_id, live_only=True)
 
 
+def next_queued(column: Any) -> Any:
+    """`column` of the lead's next queued step (a subquery correlated to `leads`): what a thread
+    shows of another product. Read here and in the reply transaction's locking read."""
+    return (
+        select(column)
+        .where(m.Step.lead_id == m.Lead.id, m.Step.state.in_(QUEUED))
+        .order_by(m.Step.due_at, m.Step.id)
+        .limit(1)
+        .correlate(m.Lead)
+        .scalar_subquery()
+    )
+
+
 def _other_leads(live_only: bool) -> Any:
     """`other_leads`' statement, built once per shape (bound values: contact, lead)."""
-
-    def next_queued(column: Any) -> Any:
-        return (
-            select(column)
-            .where(m.Step.lead_id == m.Lead.id, m.Step.state.in_(QUEUED))
-            .order_by(m.Step.due_at, m.Step.id)
-            .limit(1)
-            .correlate(m.Lead)
-            .scalar_subquery()
-        )
-
     return (
         select(m.Product.name, m.Lead.reply_state, next_queued(m.Step.due_at), next_queued(m.Step.subject))
         .join(m.Product, m.Product.id == m.Lead.product_id)
