@@ -36,7 +36,14 @@ from replyguard.domain.states import (
 from replyguard.domain.trust import needs_proof
 from replyguard.service_layer.hooks import Hooks
 from replyguard.service_layer.rescue import thread_versions, threads
-from replyguard.service_layer.rescue.thread_context import LIVE, Preread, next_queued, other_leads
+from replyguard.service_layer.rescue.thread_context import (
+    LIVE,
+    Preread,
+    context_columns,
+    next_queued,
+    other_leads,
+    with_campaigns,
+)
 from replyguard.service_layer.steps import put_back
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.enrollment import campaign_window
@@ -176,6 +183,7 @@ def record_reply(
             addresses=tuple(addresses),
             other_products=tuple(p for p in others if p.state in LIVE),
             has_thread=locked.has_thread(lead),
+            context_rows=locked.context,
         )
         _hand_over(uow, reply_id, lead.id, reply, waiting, outcome, settings, preread)
     if hooks is not None:
@@ -471,6 +479,7 @@ class _Locked:
     contact: m.Contact
     addresses: list[str]  # the contact's addresses, the primary first
     others: tuple[OtherProduct, ...]  # the contact's other leads as read, by product
+    context: tuple[tuple[Any, ...], ...]  # the matched lead's thread context (`context_columns`)
     with_thread: frozenset[int]  # leads with a rescue thread (any state)
     sent_since: frozenset[int]  # leads with a step sent at or after the reply was received
 
@@ -484,7 +493,7 @@ class _Locked:
 def _locking_read() -> tuple[dict[bool, Any], Any]:
     """`_lock_and_read`'s statements, built once (bound values: lead, workspace, received): the
     lock of the matched lead or of every lead of its contact, and the read of the contact's
-    leads, one row per lead and address of the contact."""
+    leads, one row per lead, address of the contact and (the matched lead's) enrollment."""
     same_contact = aliased(m.Lead)
     of_contact = (
         m.Lead.contact_id
@@ -501,6 +510,8 @@ def _locking_read() -> tuple[dict[bool, Any], Any]:
         )
         .correlate(m.Lead)
     )
+    # Columns by position, as `_lock_and_read` reads them: 0-3 the lead, its contact and the
+    # two probes; 4-6 what a thread shows of another product; 7 an address; 8- the context.
     read = (
         select(
             m.Lead,
@@ -511,12 +522,22 @@ def _locking_read() -> tuple[dict[bool, Any], Any]:
             next_queued(m.Step.due_at),
             next_queued(m.Step.subject),
             m.ContactAddress.address,
+            *context_columns(),
         )
         .join(m.Contact, m.Contact.id == m.Lead.contact_id)
         .join(m.Product, m.Product.id == m.Lead.product_id)
         .outerjoin(m.ContactAddress, m.ContactAddress.contact_id == m.Lead.contact_id)
+    )
+    read = (
+        with_campaigns(read, only=m.Lead.id == bindparam("lead"))
         .where(of_contact, in_workspace)
-        .order_by(m.Product.name, m.Lead.id, m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
+        .order_by(
+            m.Product.name,
+            m.Lead.id,
+            m.ContactAddress.is_primary.desc(),
+            m.ContactAddress.id,
+            m.Enrollment.id,
+        )
         .execution_options(populate_existing=True)
     )
     lock = {
@@ -536,8 +557,10 @@ def _lock_and_read(uow: UnitOfWork, lead_id: int, *, contact_wide: bool, receive
     """The matched lead, or every lead of its contact, locked in id order (so two transactions
     never wait on each other in a cycle) and read with the contact, the contact's addresses,
     whether each lead has a thread yet and whether one of its steps went out after the reply
-    arrived (a crossing), and the contact's other leads with their next queued step (what the
-    thread and its notice show): one read, fresh from the database (`populate_existing`).
+    arrived (a crossing), the contact's other leads with their next queued step, and the
+    matched lead's thread context (what the thread and its notice show): one read, fresh from
+    the database (`populate_existing`). Nothing this transaction writes changes the context
+    or the other leads of a reply that moves only its own lead, so they are read here once.
 
     On PostgreSQL the lock is its own statement first: a statement that waited for a row lock
     still reads the other tables as they were when it began, so a send the worker committed
@@ -566,6 +589,8 @@ def _lock_and_read(uow: UnitOfWork, lead_id: int, *, contact_wide: bool, receive
             for row in first.values()
             if row[0].id != lead_id
         ),
+        # The matched lead's rows with its first address: one per enrollment.
+        context=tuple(tuple(row[8:]) for row in rows if row[0].id == lead_id and row[7] == first[lead_id][7]),
         with_thread=frozenset(row[0].id for row in first.values() if row[2]),
         sent_since=frozenset(row[0].id for row in first.values() if row[3]),
     )
