@@ -217,3 +217,50 @@ def test_record_reply_refuses_a_lead_of_another_workspace(app: App) -> None:
         record_reply(
             uow, lead_id, IncomingReply(kind=ReplyKind.HUMAN_REPLY, received_at=app.clock.now()), app.settings
         )
+
+
+def test_the_reply_written_by_core_statements_reads_back_in_its_own_unit_of_work(
+    app: App, clock: FixedClock
+) -> None:
+    # The lead's move is one prebuilt UPDATE and the events one INSERT at the end (issue 25):
+    # the session must still see the lead as moved, and the events keep their order and tx.
+    load_examples(app)
+    run_days(app, clock, 1)
+    with app.uow() as uow:
+        lead = find_lead(uow, PRIYA, REPORTS)
+        incoming = IncomingReply(kind=ReplyKind.HUMAN_REPLY, received_at=clock.now(), text="Sure, call me.")
+        outcome = record_reply(uow, lead.id, incoming, app.settings)
+        assert lead not in uow.session.dirty  # nothing left for a flush to write again
+        again = uow.session.execute(
+            select(m.Lead).where(m.Lead.id == lead.id).execution_options(populate_existing=True)
+        ).scalar_one()
+        assert (again.reply_state, again.last_reply_id) == ("replied", outcome.reply_id)
+        tx = uow.tx
+        uow.commit()
+    with app.uow() as uow:
+        rows = uow.session.execute(
+            select(m.Event.kind, m.Event.data).where(m.Event.tx == tx).order_by(m.Event.id)
+        ).all()
+    assert [kind for kind, _ in rows] == [
+        "reply_recorded",
+        "steps_cancelled",
+        "thread_opened",
+        "notice_created",
+    ]
+    assert rows[2].data["thread_id"] == outcome.thread_id and rows[2].data["kind"] == "human_reply"
+    assert rows[3].data["notice_id"] == outcome.notice_id
+
+
+def test_batched_events_are_not_written_when_the_block_fails(app: App) -> None:
+    load_examples(app)
+    with app.uow() as uow:
+        before = uow.session.scalar(select(func.count()).select_from(m.Event))
+        with pytest.raises(RuntimeError), uow.batched_events():
+            uow.add_event("probe")
+            raise RuntimeError("stop")
+        assert uow.session.scalar(select(func.count()).select_from(m.Event)) == before
+        with uow.batched_events():
+            uow.add_event("first")
+            uow.add_event("second", lead_id=None, n=2)
+        kinds = uow.session.scalars(select(m.Event.kind).order_by(m.Event.id.desc()).limit(2)).all()
+    assert kinds == ["second", "first"]

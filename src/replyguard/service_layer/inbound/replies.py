@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, case, exists, func, or_, select, update
+from sqlalchemy import Table, bindparam, case, exists, func, insert, or_, select, update
 from sqlalchemy.orm import aliased
+from sqlalchemy.orm.attributes import set_committed_value
 
 from replyguard.adapters.db import models as m
 from replyguard.domain import reply_policy
 from replyguard.domain.inbound.bounce_policy import ESCALATING_REASONS
-from replyguard.domain.next_step import CROSSED_WINDOW, ThreadKind
+from replyguard.domain.next_step import CROSSED_WINDOW, OtherProduct, ThreadKind
 from replyguard.domain.reply_policy import ReplyEffect, Suppress
 from replyguard.domain.schedule import load_zone, shift_after_pause
 from replyguard.domain.states import (
@@ -35,12 +36,23 @@ from replyguard.domain.states import (
 from replyguard.domain.trust import needs_proof
 from replyguard.service_layer.hooks import Hooks
 from replyguard.service_layer.rescue import thread_versions, threads
-from replyguard.service_layer.rescue.thread_context import LIVE, Preread, other_leads
+from replyguard.service_layer.rescue.thread_context import (
+    LIVE,
+    Preread,
+    context_columns,
+    next_queued,
+    other_leads,
+    with_campaigns,
+)
 from replyguard.service_layer.steps import put_back
 from replyguard.service_layer.uow import UnitOfWork
 from replyguard.service_layer.workspace.enrollment import campaign_window
 from replyguard.service_layer.workspace.leads import contact_addresses
 from replyguard.settings import Settings
+
+_REPLIES = cast(Table, m.Reply.__table__)
+_LEADS = cast(Table, m.Lead.__table__)
+_STEPS = cast(Table, m.Step.__table__)
 
 #: Soft bounces of one address that count as a hard bounce (the third one is hard).
 SOFT_BOUNCE_LIMIT = 3
@@ -120,13 +132,12 @@ def record_reply(
     # PostgreSQL; SQLite holds the write lock), with the contact: one statement.
     contact_wide = reply_policy.contact_wide(reply.kind) and reply.sender_confirmed
     locked = _lock_and_read(uow, lead_id, contact_wide=contact_wide, received_at=reply.received_at)
-    lead, contact = locked.lead, locked.contact
+    lead, contact, addresses = locked.lead, locked.contact, locked.addresses
     now = uow.clock.now()
     back_at = None
     if reply.return_date:
         zone = load_zone(contact.timezone or _campaign_zone(uow, lead.id) or "UTC")
         back_at = datetime.combine(reply.return_date, time(0), tzinfo=zone)
-    addresses = contact_addresses(uow, contact.id)
     bounced = (reply.from_address or "").lower()
 
     def decide(state: str) -> ReplyEffect:
@@ -144,60 +155,72 @@ def record_reply(
         )
 
     effect = decide(lead.reply_state)
-    row = m.Reply(
-        workspace_id=uow.workspace_id,
-        lead_id=lead.id,
-        inbound_message_id=reply.inbound_message_id,
-        kind=reply.kind,
-        from_address=reply.from_address,
-        subject=reply.subject,
-        text=reply.text,
-        return_date=reply.return_date,
-        evidence=list(reply.evidence),
-        bounce_reason=reply.bounce_reason,
-        bounce_counts=reply.bounce_counts,
-        source=reply.source,
-        received_at=reply.received_at,
-        recorded_at=now,
-    )
-    uow.session.add(row)
-    uow.session.flush()
-    if hooks is not None:
-        hooks.at("inside_reply_tx")
-    outcome = ReplyOutcome(reply_id=row.id, lead_state=lead.reply_state)
-    waiting: list[tuple[m.Lead, ReplyEffect, str]] = []
-    # No flush between the leads' writes: their events and state moves reach the database
-    # together, at the next read.
-    with uow.session.no_autoflush:
+    # The transaction's events are written together, in one INSERT at the end of the block.
+    with uow.batched_events():
+        reply_id = _insert_reply(uow, lead.id, reply, now)
+        if hooks is not None:
+            hooks.at("inside_reply_tx")
+        outcome = ReplyOutcome(reply_id=reply_id, lead_state=lead.reply_state)
+        waiting: list[tuple[m.Lead, ReplyEffect, str]] = []
         for target in locked.leads:
             target_effect = effect if target is lead else decide(target.reply_state)
             before = target.reply_state
-            _apply(uow, target, row, target_effect, reply, outcome, locked)
+            _apply(uow, target, reply_id, target_effect, reply, outcome, locked)
             # The matched lead's thread tells about the reply; another product gets a thread of
             # its own only when it now waits for a person too (an absence past the pause limit).
             if target_effect.notify and (target is lead or target_effect.new_state is ReplyState.HELD):
                 waiting.append((target, target_effect, before))
-    outcome.lead_state = lead.reply_state
-    _suppress(uow, effect.suppress, addresses, bounced, reply.kind)
-    others = other_leads(uow.session, contact.id, lead.id)
-    outcome.other_products = [{"product": p.product, "reply_state": p.state} for p in others]
-    # The hand-off: a rescue thread and its notice (the outbox entry) for every lead that now
-    # waits for a person, in this same transaction. The matched lead's thread reuses what was
-    # read above instead of reading it again.
-    preread = Preread(
-        addresses=tuple(addresses),
-        other_products=tuple(p for p in others if p.state in LIVE),
-        has_thread=locked.has_thread(lead),
-    )
-    _hand_over(uow, row, reply, waiting, outcome, settings, preread)
+        outcome.lead_state = lead.reply_state
+        _suppress(uow, effect.suppress, addresses, bounced, reply.kind)
+        # The contact's other products as the locking read found them; when this reply moved
+        # them too (an unsubscribe, an absence), as they are now.
+        others = other_leads(uow.session, contact.id, lead.id) if contact_wide else locked.others
+        outcome.other_products = [{"product": p.product, "reply_state": p.state} for p in others]
+        # The hand-off: a rescue thread and its notice (the outbox entry) for every lead that
+        # now waits for a person, in this same transaction. The matched lead's thread reuses
+        # what was read above instead of reading it again.
+        preread = Preread(
+            addresses=tuple(addresses),
+            other_products=tuple(p for p in others if p.state in LIVE),
+            has_thread=locked.has_thread(lead),
+            context_rows=locked.context,
+        )
+        _hand_over(uow, reply_id, lead.id, reply, waiting, outcome, settings, preread)
     if hooks is not None:
         hooks.at("after_reply_handover")
     return outcome
 
 
+#: The reply's row, its id read back (bound values: the `replies` columns).
+_INSERT_REPLY = insert(_REPLIES).returning(_REPLIES.c.id)
+
+
+def _insert_reply(uow: UnitOfWork, lead_id: int, reply: IncomingReply, now: datetime) -> int:
+    """Write the reply's row with one prebuilt INSERT ... RETURNING id: nothing in this
+    transaction reads it back as an object, so the ORM's flush would be CPU for nothing."""
+    values = {
+        "workspace_id": uow.workspace_id,
+        "lead_id": lead_id,
+        "inbound_message_id": reply.inbound_message_id,
+        "kind": reply.kind,
+        "from_address": reply.from_address,
+        "subject": reply.subject,
+        "text": reply.text,
+        "return_date": reply.return_date,
+        "evidence": list(reply.evidence),
+        "bounce_reason": reply.bounce_reason,
+        "bounce_counts": reply.bounce_counts,
+        "source": reply.source,
+        "received_at": reply.received_at,
+        "recorded_at": now,
+    }
+    return int(uow.session.execute(_INSERT_REPLY, values).scalar_one())
+
+
 def _hand_over(
     uow: UnitOfWork,
-    row: m.Reply,
+    reply_id: int,
+    reply_lead_id: int,
     reply: IncomingReply,
     waiting: list[tuple[m.Lead, ReplyEffect, str]],
     outcome: ReplyOutcome,
@@ -205,7 +228,7 @@ def _hand_over(
     preread: Preread,
 ) -> None:
     for target, effect, before in waiting:
-        mine = target.id == row.lead_id
+        mine = target.id == reply_lead_id
         crossed = mine and (
             bool(outcome.crossed or outcome.in_flight)
             or _crossed_before(uow, target.id, reply.received_at, reply.references)
@@ -223,7 +246,7 @@ def _hand_over(
                 kind=kind,
                 notify=not unproven,
                 reason=effect.hold_reason,
-                reply_id=row.id,
+                reply_id=reply_id,
                 text=reply.text,
                 subject=reply.subject,
                 evidence=reply.evidence,
@@ -236,6 +259,7 @@ def _hand_over(
             ),
             settings=settings,
             preread=preread if mine else None,
+            add_event=uow.add_event,
         )
         if mine:
             outcome.thread_id, outcome.notice_id = ref.id, ref.notice_id
@@ -244,7 +268,7 @@ def _hand_over(
 def _apply(
     uow: UnitOfWork,
     lead: m.Lead,
-    reply: m.Reply,
+    reply_id: int,
     effect: ReplyEffect,
     incoming: IncomingReply,
     outcome: ReplyOutcome,
@@ -252,7 +276,7 @@ def _apply(
 ) -> None:
     now = uow.clock.now()
     previous = lead.reply_state
-    lead.last_reply_id = reply.id
+    lead.last_reply_id = reply_id
     if effect.new_state is not None and effect.new_state != previous:
         check_reply_move(ReplyState(previous), effect.new_state, Actor.SYSTEM)
         lead.reply_state = effect.new_state
@@ -261,6 +285,7 @@ def _apply(
         lead.hold_reason = effect.hold_reason
     if effect.new_state is ReplyState.OUT_OF_OFFICE:
         lead.paused_until = effect.paused_until
+    _write_lead(uow, lead)
     if locked.has_thread(lead):  # (a lead without a thread has no version to move)
         thread_versions.bump(
             uow.session,
@@ -274,7 +299,7 @@ def _apply(
     uow.add_event(
         "reply_recorded",
         lead_id=lead.id,
-        reply_id=reply.id,
+        reply_id=reply_id,
         kind=incoming.kind,
         state_before=previous,
         state_after=lead.reply_state,
@@ -291,32 +316,54 @@ def _apply(
         outcome.rescheduled += pause_steps(uow, lead, effect.paused_until)
 
 
+#: The lead's columns a reply moves.
+_MOVED = ("last_reply_id", "reply_state", "reply_state_updated_at", "hold_reason", "paused_until")
+#: One UPDATE of those columns (bound values: `lead`, and each column's name prefixed `new_`).
+_WRITE_LEAD = (
+    update(_LEADS)
+    .where(_LEADS.c.id == bindparam("lead"))
+    .values({name: bindparam(f"new_{name}", type_=_LEADS.c[name].type) for name in _MOVED})
+)
+
+
+def _write_lead(uow: UnitOfWork, lead: m.Lead) -> None:
+    """Write the lead's move as `_apply` left it on the object, with one prebuilt UPDATE, and
+    tell the session those are the database's values now: whatever reads the lead later in
+    this transaction sees them, and no flush writes them again."""
+    values = {name: getattr(lead, name) for name in _MOVED}
+    for name, value in values.items():
+        set_committed_value(lead, name, value)  # (before the UPDATE: its autoflush writes nothing)
+    uow.session.execute(_WRITE_LEAD, {"lead": lead.id, **{f"new_{k}": v for k, v in values.items()}})
+
+
 def _cancel_steps_statement() -> Any:
     """One statement for both (a CASE per column), RETURNING what each row became. Built once:
     building a statement costs more CPU than running it (bound values: lead, why, at)."""
-    sending = m.Step.state == StepState.SENDING
+    sending = _STEPS.c.state == StepState.SENDING
 
     def unless_sending(value: Any, column: Any) -> Any:
         # A step being sent keeps its state and claim: it is only asked to stop (and is then
         # never retried); every other queued step is cancelled.
         return case((sending, column), else_=value)
 
+    # On the table, not the mapped class: the ORM's bulk UPDATE machinery was most of the CPU
+    # of a cancel. (Step objects held in the session were never updated by it either.)
+    steps = _STEPS.c
     return (
-        update(m.Step)
+        update(_STEPS)
         .where(
-            m.Step.lead_id == bindparam("lead"),
-            m.Step.state.in_([*step_move(CANCELLABLE, StepState.CANCELLED), StepState.SENDING]),
+            steps.lead_id == bindparam("lead"),
+            steps.state.in_([*step_move(CANCELLABLE, StepState.CANCELLED), StepState.SENDING]),
         )
         .values(
-            state=unless_sending(StepState.CANCELLED, m.Step.state),
-            claim_token=unless_sending(None, m.Step.claim_token),
-            lease_until=unless_sending(None, m.Step.lease_until),
-            cancel_requested=case((sending, True), else_=m.Step.cancel_requested),
+            state=unless_sending(StepState.CANCELLED, steps.state),
+            claim_token=unless_sending(None, steps.claim_token),
+            lease_until=unless_sending(None, steps.lease_until),
+            cancel_requested=case((sending, True), else_=steps.cancel_requested),
             cancel_reason=bindparam("why"),
-            updated_at=bindparam("at"),
+            updated_at=bindparam("at", type_=steps.updated_at.type),
         )
-        .returning(m.Step.state)
-        .execution_options(synchronize_session=False)
+        .returning(steps.state)
     )
 
 
@@ -329,6 +376,7 @@ def cancel_queued_steps(uow: UnitOfWork, lead_id: int, *, reason: str) -> tuple[
     Returns (cancelled, in_flight). Must run under the lead lock (see UnitOfWork.lock_leads).
     """
     params = {"lead": lead_id, "why": reason, "at": uow.clock.now()}
+    uow.session.flush()  # what the session holds goes first, as an ORM statement's autoflush would
     states = uow.session.execute(_CANCEL_STEPS, params).scalars().all()
     cancelled = sum(1 for state in states if state == StepState.CANCELLED)
     in_flight = len(states) - cancelled
@@ -426,9 +474,12 @@ def _suppress(uow: UnitOfWork, how: Suppress, addresses: list[str], bounced: str
 
 @dataclass(frozen=True, slots=True)
 class _Locked:
-    leads: list[m.Lead]  # in id order, the matched lead among them
+    leads: list[m.Lead]  # the locked leads in id order, the matched lead among them
     lead: m.Lead
     contact: m.Contact
+    addresses: list[str]  # the contact's addresses, the primary first
+    others: tuple[OtherProduct, ...]  # the contact's other leads as read, by product
+    context: tuple[tuple[Any, ...], ...]  # the matched lead's thread context (`context_columns`)
     with_thread: frozenset[int]  # leads with a rescue thread (any state)
     sent_since: frozenset[int]  # leads with a step sent at or after the reply was received
 
@@ -439,16 +490,16 @@ class _Locked:
         return lead.id in self.sent_since
 
 
-def _locking_read(contact_wide: bool) -> tuple[Any, Any]:
-    """`_lock_and_read`'s statements, built once per shape (bound values: lead, workspace,
-    received): the lock, and the read."""
+def _locking_read() -> tuple[dict[bool, Any], Any]:
+    """`_lock_and_read`'s statements, built once (bound values: lead, workspace, received): the
+    lock of the matched lead or of every lead of its contact, and the read of the contact's
+    leads, one row per lead, address of the contact and (the matched lead's) enrollment."""
     same_contact = aliased(m.Lead)
-    which = (
+    of_contact = (
         m.Lead.contact_id
         == select(same_contact.contact_id).where(same_contact.id == bindparam("lead")).scalar_subquery()
-        if contact_wide
-        else m.Lead.id == bindparam("lead")
     )
+    in_workspace = m.Lead.workspace_id == bindparam("workspace")
     has_thread = exists().where(m.RescueThread.lead_id == m.Lead.id).correlate(m.Lead)
     sent_since = (
         exists()
@@ -459,50 +510,89 @@ def _locking_read(contact_wide: bool) -> tuple[Any, Any]:
         )
         .correlate(m.Lead)
     )
+    # Columns by position, as `_lock_and_read` reads them: 0-3 the lead, its contact and the
+    # two probes; 4-6 what a thread shows of another product; 7 an address; 8- the context.
     read = (
-        select(m.Lead, m.Contact, has_thread, sent_since)
+        select(
+            m.Lead,
+            m.Contact,
+            has_thread,
+            sent_since,
+            m.Product.name,
+            next_queued(m.Step.due_at),
+            next_queued(m.Step.subject),
+            m.ContactAddress.address,
+            *context_columns(),
+        )
         .join(m.Contact, m.Contact.id == m.Lead.contact_id)
-        .where(which, m.Lead.workspace_id == bindparam("workspace"))
-        .order_by(m.Lead.id)
+        .join(m.Product, m.Product.id == m.Lead.product_id)
+        .outerjoin(m.ContactAddress, m.ContactAddress.contact_id == m.Lead.contact_id)
+    )
+    read = (
+        with_campaigns(read, only=m.Lead.id == bindparam("lead"))
+        .where(of_contact, in_workspace)
+        .order_by(
+            m.Product.name,
+            m.Lead.id,
+            m.ContactAddress.is_primary.desc(),
+            m.ContactAddress.id,
+            m.Enrollment.id,
+        )
         .execution_options(populate_existing=True)
     )
-    lock = (
-        select(m.Lead.id)
-        .where(which, m.Lead.workspace_id == bindparam("workspace"))
+    lock = {
+        wide: select(m.Lead.id)
+        .where(of_contact if wide else m.Lead.id == bindparam("lead"), in_workspace)
         .order_by(m.Lead.id)
         .with_for_update()
-    )
+        for wide in (False, True)
+    }
     return lock, read
 
 
-_LOCKING_READ = {wide: _locking_read(wide) for wide in (False, True)}
+_LOCK, _READ = _locking_read()
 
 
 def _lock_and_read(uow: UnitOfWork, lead_id: int, *, contact_wide: bool, received_at: datetime) -> _Locked:
-    """The matched lead, or every lead of its contact, read under its lock in id order (so two
-    transactions never wait on each other in a cycle), with the contact, whether each lead has
-    a thread yet and whether one of its steps went out after the reply arrived (a crossing):
-    one statement, fresh from the database (`populate_existing`).
+    """The matched lead, or every lead of its contact, locked in id order (so two transactions
+    never wait on each other in a cycle) and read with the contact, the contact's addresses,
+    whether each lead has a thread yet and whether one of its steps went out after the reply
+    arrived (a crossing), the contact's other leads with their next queued step, and the
+    matched lead's thread context (what the thread and its notice show): one read, fresh from
+    the database (`populate_existing`). Nothing this transaction writes changes the context
+    or the other leads of a reply that moves only its own lead, so they are read here once.
 
     On PostgreSQL the lock is its own statement first: a statement that waited for a row lock
     still reads the other tables as they were when it began, so a send the worker committed
     while this transaction waited for the lead would be missed as a crossing (and a thread
     it opened as existing). The read after the lock starts after that commit. SQLite's write
-    lock is held from the transaction's start, so there one statement reads fresh."""
+    lock is held from the transaction's start, so there one statement reads fresh. The other
+    leads of a reply that moves only its own lead are read, not locked: nothing here writes
+    them (as when they were read in a statement of their own)."""
     params = {"lead": lead_id, "workspace": uow.workspace_id, "received": received_at}
-    lock, read = _LOCKING_READ[contact_wide]
     if uow.postgres:
-        uow.session.execute(lock, {"lead": lead_id, "workspace": uow.workspace_id})
-    rows = uow.session.execute(read, params).all()
-    lead = next((row[0] for row in rows if row[0].id == lead_id), None)
-    if lead is None:
+        uow.session.execute(_LOCK[contact_wide], {"lead": lead_id, "workspace": uow.workspace_id})
+    rows = uow.session.execute(_READ, params).all()
+    first: dict[int, Any] = {}  # each lead's first row, by product (the read's order)
+    for row in rows:
+        first.setdefault(row[0].id, row)
+    if lead_id not in first:
         raise LookupError("lead not in this workspace")
+    locked = [row[0] for row in first.values() if contact_wide or row[0].id == lead_id]
     return _Locked(
-        leads=[row[0] for row in rows],
-        lead=lead,
+        leads=sorted(locked, key=lambda lead: int(lead.id)),
+        lead=first[lead_id][0],
         contact=rows[0][1],
-        with_thread=frozenset(row[0].id for row in rows if row[2]),
-        sent_since=frozenset(row[0].id for row in rows if row[3]),
+        addresses=list(dict.fromkeys(row[7] for row in rows if row[7] is not None)),
+        others=tuple(
+            OtherProduct(row[4], row[0].reply_state, row[5], row[6])
+            for row in first.values()
+            if row[0].id != lead_id
+        ),
+        # The matched lead's rows with its first address: one per enrollment.
+        context=tuple(tuple(row[8:]) for row in rows if row[0].id == lead_id and row[7] == first[lead_id][7]),
+        with_thread=frozenset(row[0].id for row in first.values() if row[2]),
+        sent_since=frozenset(row[0].id for row in first.values() if row[3]),
     )
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
+from sqlalchemy import Table, insert
 from sqlalchemy.orm import Session
 
 from replyguard.adapters.db import models as m
@@ -22,6 +22,8 @@ from replyguard.service_layer.rescue.thread_context import ThreadContext
 from replyguard.settings import Settings
 
 _TEXT_LIMIT = 5000
+_NOTICES = cast(Table, m.Notice.__table__)
+_INSERT_NOTICE = insert(_NOTICES).returning(_NOTICES.c.id)
 
 
 def thread_url(settings: Settings, thread_id: int) -> str:
@@ -89,33 +91,17 @@ def queue_notice(
     settings: Settings,
     *,
     created: bool,
-    before_logged: Callable[[], None] | None = None,
 ) -> int:
-    """Write the notice (the outbox entry) for `thread`. The caller's transaction commits it.
-
-    `before_logged`: what the caller writes before the notice's own event (its thread's event),
-    so both events go to the database in one statement, in that order."""
-    notice = m.Notice(
-        workspace_id=thread.workspace_id,
-        lead_id=thread.lead_id,
-        reply_id=thread.reply_id,
-        thread_id=thread.id,
-        recipient=thread.assignee or thread.owner,
-        kind=thread.kind,
-        payload=payload_of(thread, context, settings, created=created),
-        created_at=now,
-    )
-    session.add(notice)
-    session.flush()
-    if before_logged is not None:
-        before_logged()
-    session.add(
-        m.Event(
-            workspace_id=thread.workspace_id,
-            lead_id=thread.lead_id,
-            kind="notice_created",
-            at=now,
-            data={"notice_id": notice.id, "thread_id": thread.id, "recipient": notice.recipient},
-        )
-    )
-    return notice.id
+    """Write the notice (the outbox entry) for `thread`, with one prebuilt INSERT ... RETURNING
+    id; its event is the caller's to record. The caller's transaction commits it."""
+    values = {
+        "workspace_id": thread.workspace_id,
+        "lead_id": thread.lead_id,
+        "reply_id": thread.reply_id,
+        "thread_id": thread.id,
+        "recipient": thread.assignee or thread.owner,
+        "kind": thread.kind,
+        "payload": payload_of(thread, context, settings, created=created),
+        "created_at": now,
+    }
+    return int(session.execute(_INSERT_NOTICE, values).scalar_one())

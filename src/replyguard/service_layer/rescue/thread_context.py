@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, true
+from sqlalchemy import and_, bindparam, func, select, true
 from sqlalchemy.orm import Session
 
 from replyguard.adapters.db import models as m
@@ -61,13 +61,15 @@ class Preread:
     other_products: tuple[OtherProduct, ...] | None = None
     #: False: the lead has no thread at all (read under its lock), so there is none to update.
     has_thread: bool | None = None
+    #: The lead's rows of `context_columns()`, one per enrollment in enrollment order.
+    context_rows: tuple[tuple[Any, ...], ...] | None = None
 
 
-def _context_rows() -> Any:
-    """The product, every campaign with its mailbox, the last subject sent and the steps of
-    unknown outcome, in one round trip: a thread is opened inside the reply's transaction,
-    where each statement is latency. Built once (bound value: lead): building a statement costs
-    more CPU than running it."""
+def context_columns() -> tuple[Any, ...]:
+    """What a thread shows of its lead, by columns of a select from `leads` joined to its
+    product and (outer) to its enrollments, their campaigns and mailboxes (`with_campaigns`):
+    the product, the last subject sent, the steps of unknown outcome, and per enrollment the
+    campaign and its mailbox."""
     last_sent = (
         select(m.Step.subject)
         .where(m.Step.lead_id == m.Lead.id, m.Step.state == StepState.SENT)
@@ -84,26 +86,38 @@ def _context_rows() -> Any:
         .scalar_subquery()
     )
     return (
-        select(
-            m.Product.id,
-            m.Product.name,
-            last_sent,
-            unknown,
-            m.Campaign.id,
-            m.Campaign.name,
-            m.Campaign.owner,
-            m.Mailbox.id,
-            m.Mailbox.address,
-            m.Mailbox.from_name,
-        )
-        .select_from(m.Lead)
-        .join(m.Product, m.Product.id == m.Lead.product_id)
-        .outerjoin(m.Enrollment, m.Enrollment.lead_id == m.Lead.id)
+        m.Product.id,
+        m.Product.name,
+        last_sent,
+        unknown,
+        m.Campaign.id,
+        m.Campaign.name,
+        m.Campaign.owner,
+        m.Mailbox.id,
+        m.Mailbox.address,
+        m.Mailbox.from_name,
+    )
+
+
+def with_campaigns(query: Any, *, only: Any = None) -> Any:
+    """`query` (from `leads`, joined to the product) joined to the lead's enrollments, their
+    campaigns and mailboxes; `only`: a condition the lead must meet to have them joined."""
+    enrolled = m.Enrollment.lead_id == m.Lead.id
+    return (
+        query.outerjoin(m.Enrollment, enrolled if only is None else and_(enrolled, only))
         .outerjoin(m.Campaign, m.Campaign.id == m.Enrollment.campaign_id)
         .outerjoin(m.Mailbox, m.Mailbox.id == m.Campaign.mailbox_id)
-        .where(m.Lead.id == bindparam("lead"))
-        .order_by(m.Enrollment.id)
     )
+
+
+def _context_rows() -> Any:
+    """`context_columns()` of the lead, in one round trip: a thread is opened inside the
+    reply's transaction, where each statement is latency. Built once (bound value: lead):
+    building a statement costs more CPU than running it."""
+    product = (
+        select(*context_columns()).select_from(m.Lead).join(m.Product, m.Product.id == m.Lead.product_id)
+    )
+    return with_campaigns(product).where(m.Lead.id == bindparam("lead")).order_by(m.Enrollment.id)
 
 
 _CONTEXT_ROWS = _context_rows()
@@ -126,7 +140,11 @@ def load_context(
             .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
         )
     )
-    rows = session.execute(_CONTEXT_ROWS, {"lead": lead.id}).all()
+    rows = (
+        known.context_rows
+        if known.context_rows is not None
+        else session.execute(_CONTEXT_ROWS, {"lead": lead.id}).all()
+    )
     product_id, product_name, last_subject, unknown_steps = rows[0][:4]
     campaigns = [row[4:] for row in rows if row[4] is not None]
     first = campaigns[0] if campaigns else None
@@ -160,19 +178,21 @@ def other_products(session: Session, contact_id: int, lead_id: int) -> tuple[Oth
     return other_leads(session, contact_id, lead_id, live_only=True)
 
 
+def next_queued(column: Any) -> Any:
+    """`column` of the lead's next queued step (a subquery correlated to `leads`): what a thread
+    shows of another product. Read here and in the reply transaction's locking read."""
+    return (
+        select(column)
+        .where(m.Step.lead_id == m.Lead.id, m.Step.state.in_(QUEUED))
+        .order_by(m.Step.due_at, m.Step.id)
+        .limit(1)
+        .correlate(m.Lead)
+        .scalar_subquery()
+    )
+
+
 def _other_leads(live_only: bool) -> Any:
     """`other_leads`' statement, built once per shape (bound values: contact, lead)."""
-
-    def next_queued(column: Any) -> Any:
-        return (
-            select(column)
-            .where(m.Step.lead_id == m.Lead.id, m.Step.state.in_(QUEUED))
-            .order_by(m.Step.due_at, m.Step.id)
-            .limit(1)
-            .correlate(m.Lead)
-            .scalar_subquery()
-        )
-
     return (
         select(m.Product.name, m.Lead.reply_state, next_queued(m.Step.due_at), next_queued(m.Step.subject))
         .join(m.Product, m.Product.id == m.Lead.product_id)

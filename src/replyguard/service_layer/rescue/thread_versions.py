@@ -123,23 +123,25 @@ def bump(
 
 #: A new thread's version after its first move (the row starts at 1, as `bump` would leave it).
 FIRST_MOVE = 2
+_INSERT_CHANGE = insert(_C)
 
 
 def log_first_move(
     session: Session, thread: m.RescueThread, *, now: datetime, kind: str, summary: str
 ) -> None:
     """`bump` for a thread created in this transaction with `version = FIRST_MOVE`: its change
-    line only, written with the next flush (no UPDATE of a row just inserted)."""
-    session.add(
-        m.ThreadChange(
-            workspace_id=thread.workspace_id,
-            thread_id=thread.id,
-            version=FIRST_MOVE,
-            kind=kind,
-            by=None,
-            summary=summary[:_SUMMARY],
-            at=now,
-        )
+    line only (no UPDATE of a row just inserted), one prebuilt INSERT."""
+    session.execute(
+        _INSERT_CHANGE,
+        {
+            "workspace_id": thread.workspace_id,
+            "thread_id": thread.id,
+            "version": FIRST_MOVE,
+            "kind": kind,
+            "by": None,
+            "summary": summary[:_SUMMARY],
+            "at": now,
+        },
     )
 
 

@@ -19,11 +19,12 @@ it moves the lead, under the lead lock, and adds its kind to `domain/next_step.T
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Table, insert, inspect, select
 from sqlalchemy.orm import Session
 
 from replyguard.adapters.db import models as m
@@ -38,6 +39,15 @@ from replyguard.service_layer.rescue.thread_context import (
     next_step_for,
 )
 from replyguard.settings import Settings
+
+#: Records an event of the transaction: `UnitOfWork.add_event`'s signature (kind, lead_id=,
+#: step_id=, data as keywords).
+AddEvent = Callable[..., None]
+
+_T = cast(Table, m.RescueThread.__table__)
+#: A new thread's row, its id read back (bound values: the columns its object has set).
+_INSERT_THREAD = insert(_T).returning(_T.c.id)
+_THREAD_COLUMNS = tuple(attr.key for attr in inspect(m.RescueThread).column_attrs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,12 +90,16 @@ def open_thread(
     handoff: Handoff,
     settings: Settings,
     preread: Preread | None = None,
+    add_event: AddEvent | None = None,
 ) -> ThreadRef:
     """Open (or update) the thread of `lead_id` for `handoff`, and queue its notice.
 
     Must run under the lead lock, in the transaction that moved the lead. Never commits.
     `preread`: what the caller already read under that lock (the reply transaction).
+    `add_event`: how the thread's and the notice's events are recorded (the unit of work's
+    `add_event`, which may batch them); by default added to the session.
     """
+    add_event = add_event or _session_events(session, workspace_id, now)
     context = load_context(session, workspace_id, lead_id, preread)
     none_yet = preread is not None and preread.has_thread is False
     if none_yet and handoff.kind is not ThreadKind.PROBABLE_REPLY:
@@ -94,6 +108,7 @@ def open_thread(
         thread = _existing(session, workspace_id, lead_id, handoff)
     created = thread is None
     if thread is None:
+        # Not added to the session: written below, once complete, by one prebuilt INSERT.
         thread = m.RescueThread(
             workspace_id=workspace_id,
             lead_id=lead_id,
@@ -110,14 +125,12 @@ def open_thread(
             created_at=now,
             updated_at=now,
         )
-        session.add(thread)
     _apply(thread, handoff, context, now)
-    with session.no_autoflush:  # a new thread is written once, with its next step
+    with session.no_autoflush:  # a thread being updated is written once, with its next step
         thread.next_step, thread.actions = next_step_for(thread, context, now, settings, session)
     if created:
         thread.version = thread_versions.FIRST_MOVE  # its first move, written with the row
-    session.flush()
-    if created:
+        thread.id = _insert(session, thread)
         from_reply = handoff.reply_id is not None
         thread_versions.log_first_move(
             session,
@@ -126,7 +139,9 @@ def open_thread(
             kind="message" if from_reply else "handoff",
             summary=_summary(handoff, from_reply),
         )
-    elif handoff.reply_id is None:
+    else:
+        session.flush()
+    if not created and handoff.reply_id is None:
         # A reply moved the versions of the lead's threads already (`replies._apply`); a new
         # thread (above), or a hold that is not a message, moves its own here.
         thread_versions.bump(
@@ -139,16 +154,43 @@ def open_thread(
         )
     ref = ThreadRef(thread.id, created, intent=thread.intent)
 
-    def log() -> None:
-        _event(session, workspace_id, now, thread, created, handoff)
-
-    if handoff.notify:  # the thread's event, then the notice's, written together
-        ref.notice_id = notices.queue_notice(
-            session, thread, context, now, settings, created=created, before_logged=log
+    add_event(
+        "thread_opened" if created else "thread_updated",
+        lead_id=thread.lead_id,
+        step_id=handoff.step_id,
+        thread_id=thread.id,
+        kind=handoff.kind.value,
+        intent=thread.intent,
+    )
+    if handoff.notify:
+        ref.notice_id = notices.queue_notice(session, thread, context, now, settings, created=created)
+        add_event(
+            "notice_created",
+            lead_id=thread.lead_id,
+            notice_id=ref.notice_id,
+            thread_id=thread.id,
+            recipient=thread.assignee or thread.owner,
         )
-    else:
-        log()
     return ref
+
+
+def _insert(session: Session, thread: m.RescueThread) -> int:
+    """Write a new thread, complete, with one INSERT ... RETURNING id: the columns its object
+    has set (the others take their defaults, as in a flush), without the ORM's flush."""
+    known = vars(thread)
+    values = {key: known[key] for key in _THREAD_COLUMNS if key in known}
+    return int(session.execute(_INSERT_THREAD, values).scalar_one())
+
+
+def _session_events(session: Session, workspace_id: int, now: datetime) -> AddEvent:
+    """Events added to the session (a unit of work's session stamps them with its `tx`)."""
+
+    def add(kind: str, /, *, lead_id: int | None = None, step_id: int | None = None, **data: Any) -> None:
+        session.add(
+            m.Event(workspace_id=workspace_id, lead_id=lead_id, step_id=step_id, kind=kind, at=now, data=data)
+        )
+
+    return add
 
 
 def _summary(handoff: Handoff, from_reply: bool) -> str:
@@ -232,23 +274,3 @@ def _apply(thread: m.RescueThread, handoff: Handoff, context: ThreadContext, now
         thread.intent_data = {**(thread.intent_data or {}), **result.to_json()}
         if handoff.kind is ThreadKind.HUMAN_REPLY:
             thread.model_state = "pending"  # a model, when one is configured, drafts after commit
-
-
-def _event(
-    session: Session,
-    workspace_id: int,
-    now: datetime,
-    thread: m.RescueThread,
-    created: bool,
-    handoff: Handoff,
-) -> None:
-    session.add(
-        m.Event(
-            workspace_id=workspace_id,
-            lead_id=thread.lead_id,
-            step_id=handoff.step_id,
-            kind="thread_opened" if created else "thread_updated",
-            at=now,
-            data={"thread_id": thread.id, "kind": handoff.kind.value, "intent": thread.intent},
-        )
-    )
