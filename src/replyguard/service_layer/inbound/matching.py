@@ -31,6 +31,7 @@ from email.utils import getaddresses
 from typing import Any
 
 from sqlalchemy import bindparam, select
+from sqlalchemy.orm import aliased
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import InvalidAddress, base_address, domain_of, normalize_address
@@ -109,6 +110,8 @@ _CONTACT_OF = select(m.ContactAddress.contact_id).where(
     m.ContactAddress.workspace_id == bindparam("workspace"),
     m.ContactAddress.address.in_(bindparam("addresses", expanding=True)),
 )
+#: The lead's addresses in `_THREAD_READ`, named apart from the speaker's in `_CONTACT_OF`.
+_HER_ADDRESS = aliased(m.ContactAddress)
 #: The lead of the send `key` (a thread of ours), one row per address of her contact (the
 #: primary first), each with the contact of the speaker's `addresses` (None: a stranger).
 #: Who speaks is asked of every thread match but a bounce's, and her addresses of every one
@@ -120,16 +123,16 @@ _THREAD_READ = (
         m.Lead.contact_id,
         m.Lead.product_id,
         _CONTACT_OF.limit(1).scalar_subquery(),
-        m.ContactAddress.address,
+        _HER_ADDRESS.address,
     )
     .join(m.Step, m.Step.lead_id == m.Lead.id)
     .outerjoin(
-        m.ContactAddress,
-        (m.ContactAddress.contact_id == m.Lead.contact_id)
-        & (m.ContactAddress.workspace_id == bindparam("workspace")),
+        _HER_ADDRESS,
+        (_HER_ADDRESS.contact_id == m.Lead.contact_id)
+        & (_HER_ADDRESS.workspace_id == bindparam("workspace")),
     )
     .where(m.Step.workspace_id == bindparam("workspace"), m.Step.send_key == bindparam("key"))
-    .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
+    .order_by(_HER_ADDRESS.is_primary.desc(), _HER_ADDRESS.id)
 )
 
 
