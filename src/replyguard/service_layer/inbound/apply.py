@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from email.message import EmailMessage
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import domain_of
@@ -50,6 +50,7 @@ from replyguard.service_layer.inbound.replies import (
     record_reply,
     soft_bounces_of,
 )
+from replyguard.service_layer.inbound.stored import InboundRow
 from replyguard.service_layer.rescue import threads
 from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.uow import UnitOfWork
@@ -64,7 +65,7 @@ class Applied:
 
 
 def apply_inbound(
-    uow: UnitOfWork, app: Runtime, row: m.InboundMessage, msg: EmailMessage, c: Classification
+    uow: UnitOfWork, app: Runtime, row: InboundRow, msg: EmailMessage, c: Classification
 ) -> Applied:
     """Decide and apply the whole effect of one stored message; sets its status. No commit."""
     verdict = judge(
@@ -72,17 +73,16 @@ def apply_inbound(
         domain_of(c.from_address or ""),
         app.settings.authserv_ids,
     )
-    # The stored row's new columns are written once, with the next write (not one UPDATE per
-    # column set here before each read): none of these reads looks at this row's own columns.
-    with uow.session.no_autoflush:
-        row.sender, row.auth = (c.from_address or "").lower()[:320] or None, verdict.to_json()
-        recipients = [storable_text(r, 320)[0] for r in recipients_of(msg)]
-        match = match_message(uow, c, recipients, c.subject, verdict.verdict)
-        kind = match.kind_override or c.kind
-        evidence = (*c.evidence, *match.evidence, f"auth:{verdict.verdict}")
-        row.kind, row.processed_at = kind, uow.clock.now()
-        key = effect_key(c.message_id, c.from_address, verdict.verdict)
-        earlier = claim_effect(uow, row, key, match.status)
+    # The row's columns set here are written by one UPDATE before the commit
+    # (stored.write_outcome): none of these reads looks at this row's own columns.
+    row.sender, row.auth = (c.from_address or "").lower()[:320] or None, verdict.to_json()
+    recipients = [storable_text(r, 320)[0] for r in recipients_of(msg)]
+    match = match_message(uow, c, recipients, c.subject, verdict.verdict)
+    kind = match.kind_override or c.kind
+    evidence = (*c.evidence, *match.evidence, f"auth:{verdict.verdict}")
+    row.kind, row.processed_at = kind, uow.clock.now()
+    key = effect_key(c.message_id, c.from_address, verdict.verdict)
+    earlier = claim_effect(uow, row, key, match.status)
     if earlier is not None:
         row.status, row.duplicate_of, row.lead_id = "duplicate", earlier.id, earlier.lead_id
         uow.add_event("inbound_duplicate", lead_id=earlier.lead_id, inbound_id=row.id, first=earlier.id)
@@ -107,7 +107,7 @@ def apply_inbound(
 def _apply_matched(
     uow: UnitOfWork,
     app: Runtime,
-    row: m.InboundMessage,
+    row: InboundRow,
     c: Classification,
     match: Match,
     kind: ReplyKind,
@@ -129,7 +129,7 @@ def _apply_matched(
 def _record(
     uow: UnitOfWork,
     app: Runtime,
-    row: m.InboundMessage,
+    row: InboundRow,
     c: Classification,
     match: Match,
     kind: ReplyKind,
@@ -154,7 +154,7 @@ def _record(
             lead_domain=domain_of(address),
             report=c.bounce is not None or c.complaint is not None,
         )
-        for address in _lead_addresses(uow, lead_id)
+        for address in (match.addresses if match.addresses is not None else _lead_addresses(uow, lead_id))
     )
     proof = Proof(
         binding=match.binding, verdict=verdict.verdict, aligned=aligned, sender_known=match.sender_known
@@ -240,7 +240,7 @@ def _speaker_address(c: Classification) -> str | None:
 def _hold_probable(
     uow: UnitOfWork,
     app: Runtime,
-    row: m.InboundMessage,
+    row: InboundRow,
     c: Classification,
     match: Match,
     kind: ReplyKind,
@@ -264,9 +264,7 @@ def _hold_probable(
     return Applied(candidates, evidence)
 
 
-def _predates(
-    uow: UnitOfWork, row: m.InboundMessage, c: Classification, lead_id: int, *, in_thread: bool
-) -> bool:
+def _predates(uow: UnitOfWork, row: InboundRow, c: Classification, lead_id: int, *, in_thread: bool) -> bool:
     if in_thread:  # answers our email: written after it, whatever else is true
         return False
     first = uow.session.scalar(
@@ -281,7 +279,7 @@ def _predates(
 
 def _inform(
     uow: UnitOfWork,
-    row: m.InboundMessage,
+    row: InboundRow,
     c: Classification,
     lead_ids: tuple[int, ...],
     kind: ReplyKind,
@@ -335,13 +333,15 @@ def _hold_thread_lead(
         )
 
 
+#: Every address of a lead's contact, the primary first (bound: lead, workspace).
+_LEAD_ADDRESSES = (
+    select(m.ContactAddress.address)
+    .join(m.Lead, m.Lead.contact_id == m.ContactAddress.contact_id)
+    .where(m.Lead.id == bindparam("lead"), m.Lead.workspace_id == bindparam("workspace"))
+    .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
+)
+
+
 def _lead_addresses(uow: UnitOfWork, lead_id: int) -> list[str]:
     """Every address of the lead's contact, the primary first (`contact_addresses` by lead)."""
-    return list(
-        uow.session.scalars(
-            select(m.ContactAddress.address)
-            .join(m.Lead, m.Lead.contact_id == m.ContactAddress.contact_id)
-            .where(m.Lead.id == lead_id, m.Lead.workspace_id == uow.workspace_id)
-            .order_by(m.ContactAddress.is_primary.desc(), m.ContactAddress.id)
-        )
-    )
+    return list(uow.session.scalars(_LEAD_ADDRESSES, {"lead": lead_id, "workspace": uow.workspace_id}))

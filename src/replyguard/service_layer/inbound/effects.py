@@ -23,11 +23,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import BigInteger, bindparam, func, select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.authentication import Verdict
 from replyguard.domain.message_ids import normalize_message_id
+from replyguard.service_layer.inbound.stored import InboundRow
 from replyguard.service_layer.uow import UnitOfWork
 
 
@@ -40,13 +41,25 @@ def effect_key(message_id: str | None, sender: str | None, verdict: Verdict) -> 
     return hashlib.sha256(material.encode("utf-8", "replace")).hexdigest()
 
 
+#: Waits for a concurrent copy with the same key until it commits (transaction-scoped). Its
+#: own statement, before the read of `_HOLDER`: a statement sees the rows committed before it
+#: began, so a read in the statement that waited would miss the copy it waited for.
+_WAIT_FOR_KEY = select(func.pg_advisory_xact_lock(bindparam("lock", type_=BigInteger)))
+#: The other row of this workspace that took the key, if any.
+_HOLDER = select(m.InboundMessage.id, m.InboundMessage.lead_id).where(
+    m.InboundMessage.workspace_id == bindparam("workspace"),
+    m.InboundMessage.effect_key == bindparam("key"),
+    m.InboundMessage.id != bindparam("own"),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class FirstCopy:
     id: int
     lead_id: int | None
 
 
-def claim_effect(uow: UnitOfWork, row: m.InboundMessage, key: str | None, status: str) -> FirstCopy | None:
+def claim_effect(uow: UnitOfWork, row: InboundRow, key: str | None, status: str) -> FirstCopy | None:
     """The copy that already took this effect, or None after `row` took it (in the caller's
     transaction). An unmatched message takes nothing: a later copy may still match."""
     if key is None:
@@ -54,7 +67,7 @@ def claim_effect(uow: UnitOfWork, row: m.InboundMessage, key: str | None, status
     if uow.postgres:
         # Copies processed at the same moment wait here for each other's commit, so the
         # second one sees the first one's key below. (SQLite transactions are serial.)
-        uow.session.execute(select(func.pg_advisory_xact_lock(int(key[:15], 16))))
+        uow.session.execute(_WAIT_FOR_KEY, {"lock": int(key[:15], 16)})
     earlier = _holder(uow, key, row.id)
     if earlier is None and status != "unmatched":
         row.effect_key = key  # the unique index stays the last line of defence
@@ -62,11 +75,6 @@ def claim_effect(uow: UnitOfWork, row: m.InboundMessage, key: str | None, status
 
 
 def _holder(uow: UnitOfWork, key: str, own_id: int) -> FirstCopy | None:
-    found = uow.session.execute(
-        select(m.InboundMessage.id, m.InboundMessage.lead_id).where(
-            m.InboundMessage.workspace_id == uow.workspace_id,
-            m.InboundMessage.effect_key == key,
-            m.InboundMessage.id != own_id,
-        )
-    ).one_or_none()
+    params = {"workspace": uow.workspace_id, "key": key, "own": own_id}
+    found = uow.session.execute(_HOLDER, params).one_or_none()
     return FirstCopy(found.id, found.lead_id) if found is not None else None

@@ -27,9 +27,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.utils import getaddresses
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import Table, bindparam, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import SQLAlchemyError
@@ -42,6 +42,7 @@ from replyguard.domain.inbound.status import SOURCE_LENGTH, InboundStatus, check
 from replyguard.domain.inbound.storable import MAX_MESSAGE_ID, storable_classification, storable_text
 from replyguard.domain.message_ids import normalize_message_id
 from replyguard.service_layer.inbound.apply import apply_inbound
+from replyguard.service_layer.inbound.stored import InboundRow, read_stored, write_outcome
 from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.uow import UnitOfWork
 
@@ -102,35 +103,50 @@ MAX_SOURCE = SOURCE_LENGTH
 WithStore = Callable[[UnitOfWork], None]
 
 
+_INBOUND = cast(Table, m.InboundMessage.__table__)
+
+
+def _insert_once_statement(postgres: bool) -> Any:
+    """`INSERT ... ON CONFLICT (workspace_id, dedupe_key) DO NOTHING RETURNING id` in the
+    dialect's words, built once: its VALUES are the parameters it is executed with."""
+    insert = (pg_insert if postgres else sqlite_insert)(_INBOUND)
+    once = insert.on_conflict_do_nothing(index_elements=["workspace_id", "dedupe_key"])
+    return once.returning(_INBOUND.c.id)
+
+
+#: By whether the database is PostgreSQL.
+_INSERT_ONCE = {postgres: _insert_once_statement(postgres) for postgres in (False, True)}
+#: The id of the row stored under a dedupe key (the winner of a lost `_INSERT_ONCE`).
+_STORED_UNDER = select(_INBOUND.c.id).where(
+    _INBOUND.c.workspace_id == bindparam("workspace"), _INBOUND.c.dedupe_key == bindparam("key")
+)
+
+
 def insert_once(uow: UnitOfWork, key: str, **values: Any) -> tuple[int, bool]:
     """Insert an inbound row unless one with `key` exists; (its id, whether it existed).
 
     One `INSERT ... ON CONFLICT DO NOTHING`: two processes storing the same message at once
-    get one row, and the loser learns the winner's id. The caller commits.
+    get one row, and the loser learns the winner's id (the row it stored is left as it is).
+    The caller commits.
     """
-    insert = (pg_insert if uow.postgres else sqlite_insert)(m.InboundMessage)
-    inserted = uow.session.execute(
-        insert.values(workspace_id=uow.workspace_id, dedupe_key=key, received_at=uow.clock.now(), **values)
-        .on_conflict_do_nothing(index_elements=["workspace_id", "dedupe_key"])
-        .returning(m.InboundMessage.id)
-    ).scalar()
+    row = {"workspace_id": uow.workspace_id, "dedupe_key": key, "received_at": uow.clock.now(), **values}
+    inserted = uow.session.execute(_INSERT_ONCE[uow.postgres], row).scalar()
     if inserted is not None:
         return inserted, False
-    existing = uow.session.scalar(
-        select(m.InboundMessage.id).where(
-            m.InboundMessage.workspace_id == uow.workspace_id, m.InboundMessage.dedupe_key == key
-        )
-    )
+    existing = uow.session.scalar(_STORED_UNDER, {"workspace": uow.workspace_id, "key": key})
     assert existing is not None
     return existing, True
 
 
-def store_raw(uow: UnitOfWork, raw: bytes, source: str, *, refused: str | None = None) -> tuple[int, bool]:
+def store_raw(
+    uow: UnitOfWork, raw: bytes, source: str, *, refused: str | None = None, history: bool = False
+) -> tuple[int, bool]:
     """Store the bytes; returns (inbound id, whether it was already stored). The caller commits.
 
     The Message-ID column gets a storable copy (a NUL in a Message-ID once failed the store
     itself); the raw bytes are kept exactly. `refused`: the reason the message is over a limit,
-    stored with it as its error and status `refused`.
+    stored with it as its error and status `refused`. `history`: stored with a new row only;
+    a copy already stored keeps its own (a copy stored live stays live).
     """
     key, message_id = dedupe_key(raw)
     if message_id is not None:
@@ -143,6 +159,7 @@ def store_raw(uow: UnitOfWork, raw: bytes, source: str, *, refused: str | None =
         raw=raw,
         status=InboundStatus.REFUSED if refused else InboundStatus.STORED,
         error=refused,
+        history=history,
     )
 
 
@@ -184,13 +201,7 @@ def ingest_raw(
     with app.uow() as uow:
         if with_store is not None:
             with_store(uow)
-        inbound_id, duplicate = store_raw(uow, raw, source, refused=refused)
-        if history and not duplicate:
-            uow.session.execute(
-                update(m.InboundMessage)
-                .where(m.InboundMessage.id == inbound_id, m.InboundMessage.workspace_id == uow.workspace_id)
-                .values(history=True)
-            )
+        inbound_id, duplicate = store_raw(uow, raw, source, refused=refused, history=history)
         if refused is not None and not duplicate:
             notify_refused(uow, inbound_id)
         uow.commit()
@@ -230,12 +241,7 @@ def process_stored(app: Runtime, inbound_id: int) -> IngestResult:
 
 def _process_once(app: Runtime, inbound_id: int) -> IngestResult:
     with app.uow() as uow:
-        query = select(m.InboundMessage).where(
-            m.InboundMessage.id == inbound_id, m.InboundMessage.workspace_id == uow.workspace_id
-        )
-        if uow.postgres:
-            query = query.with_for_update()
-        row = uow.session.scalars(query).one()
+        row = read_stored(uow, inbound_id)
         if row.status != InboundStatus.STORED:
             return _result_of(row, duplicate=True)
         try:
@@ -245,15 +251,17 @@ def _process_once(app: Runtime, inbound_id: int) -> IngestResult:
             error = storable_text(str(exc), 2000)[0]
             row.status, row.error, row.processed_at = InboundStatus.UNPARSABLE, error, uow.clock.now()
             uow.add_event("inbound_unparsable", inbound_id=row.id, error=error[:500])
+            write_outcome(uow, row)
             uow.commit()
             return _result_of(row, duplicate=False)
         applied = apply_inbound(uow, app, row, msg, classification)
+        write_outcome(uow, row)
         uow.commit()
         return _result_of(row, duplicate=False, lead_ids=applied.lead_ids, evidence=applied.evidence)
 
 
 def _result_of(
-    row: m.InboundMessage, *, duplicate: bool, lead_ids: tuple[int, ...] = (), evidence: tuple[str, ...] = ()
+    row: InboundRow, *, duplicate: bool, lead_ids: tuple[int, ...] = (), evidence: tuple[str, ...] = ()
 ) -> IngestResult:
     leads = lead_ids or ((row.lead_id,) if row.lead_id else ())
     return IngestResult(row.id, duplicate, row.status, row.kind, leads, row.error or "", evidence)

@@ -28,8 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from email.message import Message
 from email.utils import getaddresses
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
+from sqlalchemy.orm import aliased
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.addresses import InvalidAddress, base_address, domain_of, normalize_address
@@ -48,7 +50,6 @@ from replyguard.domain.message_ids import (
 from replyguard.domain.states import ReplyKind, ReplyState, StepState
 from replyguard.domain.trust import Binding
 from replyguard.service_layer.uow import UnitOfWork
-from replyguard.service_layer.workspace.leads import contact_for_address
 
 RECIPIENT_HEADERS = (
     "to",
@@ -92,6 +93,48 @@ FREEMAIL = frozenset(
 )
 _PROBABLE_LIMIT = 20
 
+# The statements every message runs, built once at import: building a statement costs more
+# CPU than running it. Bound values: `workspace`, and what each one looks up.
+
+#: The lead a send key of ours was sent to.
+_LEAD_OF_KEY = select(m.Step.lead_id).where(
+    m.Step.workspace_id == bindparam("workspace"), m.Step.send_key == bindparam("key")
+)
+#: One of this workspace's mailboxes among `addresses` (an address and its `+tag`-less form).
+_OUR_MAILBOX = select(m.Mailbox.id).where(
+    m.Mailbox.workspace_id == bindparam("workspace"),
+    m.Mailbox.address.in_(bindparam("addresses", expanding=True)),
+)
+#: The contact owning one of `addresses` (an address and its `+tag`-less form).
+_CONTACT_OF = select(m.ContactAddress.contact_id).where(
+    m.ContactAddress.workspace_id == bindparam("workspace"),
+    m.ContactAddress.address.in_(bindparam("addresses", expanding=True)),
+)
+#: The lead's addresses in `_THREAD_READ`, named apart from the speaker's in `_CONTACT_OF`.
+_HER_ADDRESS = aliased(m.ContactAddress)
+#: The lead of the send `key` (a thread of ours), one row per address of her contact (the
+#: primary first), each with the contact of the speaker's `addresses` (None: a stranger).
+#: Who speaks is asked of every thread match but a bounce's, and her addresses of every one
+#: that is hers (apply.py weighs the sender's authentication against them): both are read
+#: with the thread rather than after it.
+_THREAD_READ = (
+    select(
+        m.Lead.id,
+        m.Lead.contact_id,
+        m.Lead.product_id,
+        _CONTACT_OF.limit(1).scalar_subquery(),
+        _HER_ADDRESS.address,
+    )
+    .join(m.Step, m.Step.lead_id == m.Lead.id)
+    .outerjoin(
+        _HER_ADDRESS,
+        (_HER_ADDRESS.contact_id == m.Lead.contact_id)
+        & (_HER_ADDRESS.workspace_id == bindparam("workspace")),
+    )
+    .where(m.Step.workspace_id == bindparam("workspace"), m.Step.send_key == bindparam("key"))
+    .order_by(_HER_ADDRESS.is_primary.desc(), _HER_ADDRESS.id)
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Match:
@@ -108,6 +151,9 @@ class Match:
     in_thread: bool = False
     #: What ties it to an email we sent (domain/trust.py); NONE: only an address names her.
     binding: Binding = Binding.NONE
+    #: Every address of the matched lead's contact, the primary first, when the match read
+    #: them with the lead (a thread's); None: not read.
+    addresses: tuple[str, ...] | None = None
 
 
 def recipients_of(msg: Message) -> list[str]:
@@ -155,17 +201,21 @@ def _by_own_mail(uow: UnitOfWork, c: Classification, verdict: Verdict) -> Match 
 
 def is_our_mailbox(uow: UnitOfWork, address: str) -> bool:
     """Whether `address` (or its `+tag`-less form) is one of this workspace's mailboxes."""
-    try:
-        normal = normalize_address(address)
-    except InvalidAddress:
+    forms = _forms_of(address)
+    if not forms:
         return False
-    found = uow.session.scalar(
-        select(m.Mailbox.id).where(
-            m.Mailbox.workspace_id == uow.workspace_id,
-            m.Mailbox.address.in_({normal, base_address(normal)}),
-        )
-    )
+    found = uow.session.scalar(_OUR_MAILBOX, {"workspace": uow.workspace_id, "addresses": forms})
     return found is not None
+
+
+def _forms_of(address: str | None) -> list[str]:
+    """The forms under which `address` may be stored: normalised, and without its `+tag`;
+    none for an address that is not one."""
+    try:
+        normal = normalize_address(address or "")
+    except InvalidAddress:
+        return []
+    return sorted({normal, base_address(normal)})
 
 
 def _by_unsubscribe_address(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
@@ -222,28 +272,25 @@ def _by_return_path(uow: UnitOfWork, c: Classification, recipients: list[str]) -
 
 def _by_thread(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
     keys = send_keys_in(c.in_reply_to or "") + send_keys_in(" ".join(c.references))
+    speaker_forms = _forms_of(c.from_address)
     for key in dict.fromkeys(keys):
-        thread_lead = uow.session.execute(
-            select(m.Lead.id, m.Lead.contact_id, m.Lead.product_id)
-            .join(m.Step, m.Step.lead_id == m.Lead.id)
-            .where(m.Step.workspace_id == uow.workspace_id, m.Step.send_key == key)
-        ).one_or_none()
-        if thread_lead is None:
+        params = {"workspace": uow.workspace_id, "key": key, "addresses": speaker_forms}
+        rows = uow.session.execute(_THREAD_READ, params).all()
+        if not rows:
             continue
-        lead_id = thread_lead.id
-        bound = Binding.MESSAGE_ID
-        if c.kind in (ReplyKind.BOUNCE_HARD, ReplyKind.BOUNCE_SOFT):
-            return Match("matched", (lead_id,), ("match:thread",), in_thread=True, binding=bound)
-        speaker = _contact_id_of(uow, c.from_address)
-        if speaker == thread_lead.contact_id:
-            return Match("matched", (lead_id,), ("match:thread",), in_thread=True, binding=bound)
+        lead_id, contact_id, product_id, speaker, _ = rows[0]
+        # The thread's lead matched: bound to our email, with her addresses as read.
+        addresses = tuple(row.address for row in rows if row.address is not None)
+        hers: dict[str, Any] = {"in_thread": True, "binding": Binding.MESSAGE_ID, "addresses": addresses}
+        if c.kind in (ReplyKind.BOUNCE_HARD, ReplyKind.BOUNCE_SOFT) or speaker == contact_id:
+            return Match("matched", (lead_id,), ("match:thread",), **hers)
         if speaker is not None:
-            own = _lead_of_contact(uow, speaker, thread_lead.product_id, recipients)
+            own = _lead_of_contact(uow, speaker, product_id, recipients)
             if own is not None:
                 evidence = ("match:thread", "match:another-lead-in-thread")
                 return Match("matched", (own,), evidence, thread_lead_id=lead_id)
         evidence = ("match:thread", "match:unknown-sender")
-        return Match("matched", (lead_id,), evidence, sender_known=False, in_thread=True, binding=bound)
+        return Match("matched", (lead_id,), evidence, sender_known=False, **hers)
     return None
 
 
@@ -286,23 +333,15 @@ def _by_address(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Ma
 
 
 def _lead_of_key(uow: UnitOfWork, key: str) -> int | None:
-    return uow.session.scalar(
-        select(m.Step.lead_id).where(m.Step.workspace_id == uow.workspace_id, m.Step.send_key == key)
-    )
+    return uow.session.scalar(_LEAD_OF_KEY, {"workspace": uow.workspace_id, "key": key})
 
 
 def _contact_id_of(uow: UnitOfWork, address: str | None) -> int | None:
     """The contact owning `address` (or its `+tag`-less form), without loading it."""
-    try:
-        normal = normalize_address(address or "")
-    except InvalidAddress:
+    forms = _forms_of(address)
+    if not forms:
         return None
-    return uow.session.scalar(
-        select(m.ContactAddress.contact_id).where(
-            m.ContactAddress.workspace_id == uow.workspace_id,
-            m.ContactAddress.address.in_({normal, base_address(normal)}),
-        )
-    )
+    return uow.session.scalar(_CONTACT_OF, {"workspace": uow.workspace_id, "addresses": forms})
 
 
 def _lead_of_contact(uow: UnitOfWork, contact_id: int, product_id: int, recipients: list[str]) -> int | None:
@@ -325,18 +364,15 @@ def _lead_of_contact(uow: UnitOfWork, contact_id: int, product_id: int, recipien
 def _lead_for_address(uow: UnitOfWork, address: str, recipients: list[str]) -> int | None:
     """The contact's lead in the product whose mailbox received the message; else the lead
     we wrote to last; else any lead of the contact."""
-    try:
-        contact = contact_for_address(uow, address)
-    except InvalidAddress:
-        return None
-    if contact is None:
+    contact_id = _contact_id_of(uow, address)
+    if contact_id is None:
         return None
     mailboxes = {base_address(r) for r in recipients}
     rows = uow.session.execute(
         select(m.Lead.id, m.Mailbox.address, m.Step.sent_at)
         .outerjoin(m.Step, m.Step.lead_id == m.Lead.id)
         .outerjoin(m.Mailbox, m.Mailbox.id == m.Step.mailbox_id)
-        .where(m.Lead.contact_id == contact.id, m.Lead.workspace_id == uow.workspace_id)
+        .where(m.Lead.contact_id == contact_id, m.Lead.workspace_id == uow.workspace_id)
     ).all()
     if not rows:
         return None

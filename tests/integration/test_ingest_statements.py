@@ -1,0 +1,126 @@
+"""The ingest path's statements outside the reply transaction, counted (issue 25): every
+statement `ingest_raw` sends to the database for one message, but those of `record_reply`
+(pinned by test_reply_statements.py), by an engine listener. The lists are exact on purpose:
+a change that adds a statement to the store, the matching, the effect-key claim or the row's
+write-back fails here until the expected list below is changed on purpose (and
+docs/benchmarks.md says why). COMMIT is not a cursor statement: the two commits are not in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from email.message import EmailMessage
+from typing import Any
+
+import pytest
+from sqlalchemy import event, select
+
+from replyguard.adapters.db import models as m
+from replyguard.bootstrap import App
+from replyguard.domain.clock import FixedClock
+from replyguard.service_layer.inbound import apply
+from replyguard.service_layer.inbound.ingest import ingest_raw
+from replyguard.service_layer.workspace.leads import find_lead
+from tests.support.scenario import REPORTS, load_examples, run_days
+
+PRIYA = "priya@fernhollow.test"
+
+#: The store: the row inserted unless its dedupe key is there (SQLite: in BEGIN IMMEDIATE).
+STORE = ["INSERT INTO inbound_messages"]
+#: A reply from the lead in our thread, processed: the row read (locked on PostgreSQL); is
+#: the sender one of our mailboxes; the thread's lead with the speaker's contact and her
+#: addresses (for alignment); the wait for a copy with the same effect key (PostgreSQL), then
+#: the copy that took it; [record_reply]; the row's outcome, one UPDATE.
+PROCESS_BEFORE_REPLY = [
+    "SELECT inbound_messages.id",
+    "SELECT mailboxes.id",
+    "SELECT leads.id, leads.contact_id, leads.product_id",
+    "SELECT pg_advisory_xact_lock",
+    "SELECT inbound_messages.id, inbound_messages.lead_id",
+]
+PROCESS_AFTER_REPLY = ["UPDATE inbound_messages"]
+
+
+def _expected(postgres: bool) -> list[str]:
+    begin = [] if postgres else ["BEGIN IMMEDIATE"]
+    process = [s for s in PROCESS_BEFORE_REPLY if postgres or "pg_advisory" not in s]
+    return [*begin, *STORE, *begin, *process, "[record_reply]", *PROCESS_AFTER_REPLY]
+
+
+@contextmanager
+def outside_the_reply(app: App, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The statements sent, `[record_reply]` standing for the reply transaction's own (its
+    pending rows flushed before it returns, so that none of them is counted as ours)."""
+    seen: list[str] = []
+    inside = False
+    record_reply = apply.record_reply
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
+        if not inside:
+            seen.append(" ".join(statement.split()))
+
+    def recorded(uow: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal inside
+        inside = True
+        try:
+            outcome = record_reply(uow, *args, **kwargs)
+            uow.session.flush()
+            return outcome
+        finally:
+            inside = False
+            seen.append("[record_reply]")
+
+    monkeypatch.setattr(apply, "record_reply", recorded)
+    event.listen(app.engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        event.remove(app.engine, "before_cursor_execute", count)
+
+
+def _reply_in_thread(app: App) -> bytes:
+    with app.uow() as uow:
+        lead = find_lead(uow, PRIYA, REPORTS)
+        sent = select(m.Step.message_id).where(m.Step.lead_id == lead.id, m.Step.position == 1)
+        message_id = uow.session.scalars(sent).one()
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"] = f"Priya <{PRIYA}>", "dana@northwind-analytics.test", "Re: hi"
+    msg["Message-ID"], msg["In-Reply-To"] = "<stmts@client.test>", message_id
+    msg.set_content("Yes, let's talk on Thursday.\n")
+    return msg.as_bytes()
+
+
+def test_a_reply_in_the_thread_sends_the_expected_statements_outside_the_reply_transaction(
+    app: App, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_examples(app)
+    run_days(app, clock, 1)
+    raw = _reply_in_thread(app)
+    with outside_the_reply(app, monkeypatch) as statements:
+        result = ingest_raw(app, raw, "test")
+    assert (result.status, result.kind) == ("matched", "human_reply")  # it did the whole job
+    postgres = app.engine.dialect.name == "postgresql"
+    expected = _expected(postgres)
+    assert len(statements) == len(expected), statements
+    for sent, start in zip(statements, expected, strict=True):
+        assert sent.startswith(start), (sent, start)
+
+
+def test_a_redelivery_is_stored_once_and_read_once(
+    app: App, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_examples(app)
+    run_days(app, clock, 1)
+    raw = _reply_in_thread(app)
+    first = ingest_raw(app, raw, "test")
+    with outside_the_reply(app, monkeypatch) as statements:
+        again = ingest_raw(app, raw, "test")
+    assert again.duplicate and again.inbound_id == first.inbound_id and again.status == "matched"
+    begin = [] if app.engine.dialect.name == "postgresql" else ["BEGIN IMMEDIATE"]
+    # The insert that finds the key taken, the winner's id, then its row: processed already.
+    expected = [*begin, "INSERT INTO inbound_messages", "SELECT inbound_messages.id", *begin]
+    expected.append("SELECT inbound_messages.id")
+    assert len(statements) == len(expected), statements
+    for sent, start in zip(statements, expected, strict=True):
+        assert sent.startswith(start), (sent, start)
