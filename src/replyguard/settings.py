@@ -414,6 +414,9 @@ class Environment:
     imap_urls: tuple[str, ...] = field(default=(), repr=False)
     #: Keys for secrets at rest, newest first (REPLYGUARD_SECRET_KEY or _FILE): never shown.
     secret_keys: tuple[str, ...] = field(default=(), repr=False)
+    #: glibc's own MALLOC_ARENA_MAX: when set, `up` and `serve` leave the arenas to it
+    #: (entrypoints/allocator.py).
+    malloc_arena_max: str | None = None
 
     @classmethod
     def read(cls) -> Environment:
@@ -430,6 +433,7 @@ class Environment:
             cookie_secure=_cookie_secure(),
             metrics_token=os.environ.get("REPLYGUARD_METRICS_TOKEN") or None,
             log_format=os.environ.get("REPLYGUARD_LOG_FORMAT") or None,
+            malloc_arena_max=os.environ.get("MALLOC_ARENA_MAX") or None,
             trusted_proxies=trusted_proxies(os.environ.get("REPLYGUARD_TRUSTED_PROXIES", "")),
             imap_urls=tuple(os.environ.get("REPLYGUARD_IMAP_URL", "").split()),
             secret_keys=secret_keys(),

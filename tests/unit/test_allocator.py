@@ -17,8 +17,10 @@ pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc
 ARENAS_USED = r"""
 import ctypes, os, sys, tempfile, threading
 from replyguard.entrypoints.allocator import limit_arenas
+from replyguard.settings import Environment
 
-limited = limit_arenas() if sys.argv[1] == "limit" else None
+already = Environment.read().malloc_arena_max
+limited = limit_arenas(already=already) if sys.argv[1] == "limit" else None
 together = threading.Barrier(6)
 held = []
 

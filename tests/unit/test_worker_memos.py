@@ -6,12 +6,15 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from sqlalchemy import create_engine
+
 from replyguard.domain.schedule import SendWindow
 from replyguard.service_layer.sending.worker_context import WorkerContext
 
 
 def test_parsed_send_windows_are_remembered_up_to_a_bound() -> None:
-    runtime: Any = SimpleNamespace(engine=None, workspace_id=1, postgres=False)
+    # An engine that is never connected: the context only derives its autocommit twin from it.
+    runtime: Any = SimpleNamespace(engine=create_engine("sqlite://"), workspace_id=1, postgres=False)
     ctx = WorkerContext(runtime)
     seen = []
     for minute in range(1000):  # a thousand edits of one campaign's window, one minute apart

@@ -38,8 +38,9 @@ def register(app: typer.Typer) -> None:
         from replyguard.entrypoints.logs import configure_logging
         from replyguard.service_layer.inbound.quarantine import Sweeper
 
-        limit_arenas()  # before the server's threads allocate (allocator.py)
         instance = open_app(ctx, running_clock=True)
+        # Two malloc arenas, before the server's threads allocate (allocator.py).
+        limit_arenas(already=instance.environment.malloc_arena_max)
         log_format = instance.environment.log_format
         # Otherwise uvicorn's own log format, as before; on a simulated clock ours, which says so.
         if log_format or instance.simulated:

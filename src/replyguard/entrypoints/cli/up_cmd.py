@@ -76,8 +76,9 @@ def up(
     from replyguard.entrypoints.logs import configure_logging
     from replyguard.entrypoints.supervisor import Supervisor
 
-    limit_arenas()  # before the parts' threads allocate (allocator.py)
     instance = open_app(ctx, running_clock=True)
+    # Two malloc arenas, before the parts' threads allocate (allocator.py).
+    limit_arenas(already=instance.environment.malloc_arena_max)
     try:
         configure_logging(
             log_format or instance.environment.log_format, simulated=lambda: simulated_note(instance)
