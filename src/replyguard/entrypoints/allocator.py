@@ -4,9 +4,10 @@ glibc's malloc gives each thread that allocates an arena of its own, up to eight
 `up` runs the web server's thread pool, the worker, the pollers and the notices in one
 process; memory freed in one arena is not reused by a thread allocating in another, and an
 arena's freed space is handed back to the system only from its top. Measured with
-`python bench/memory.py --long up --up-minutes 30` (docs/benchmarks.md, "Memory at scale"):
-RSS rose 5.5 MiB over 27 minutes with glibc's default, 1.3 MiB with two arenas, for the
-same work and no measurable cost.
+`python bench/memory.py --long up --up-minutes 30` (docs/benchmarks.md, "Peak memory"): RSS by
+thirds of the run was 146.9, 148.9, 151.4 MiB with glibc's default, still rising at 30
+minutes; with two arenas it levelled off (143.6, 144.7, 144.2 set by the environment; 142.0,
+144.7, 145.5 set here), for the same work.
 
 `MALLOC_ARENA_MAX` in the environment (glibc's own setting, `Environment.malloc_arena_max`)
 always wins: then nothing is changed here. Not glibc (musl, macOS): nothing to do.
