@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 from replyguard.adapters.db import models as m
 from replyguard.domain.next_step import OtherProduct
 from replyguard.domain.states import StepState
-from replyguard.service_layer.rescue.thread_context import LIVE, QUEUED, ThreadContext
+from replyguard.service_layer.rescue.thread_context import CAMPAIGN_COLUMNS, LIVE, QUEUED, ThreadContext
 from replyguard.service_layer.uow import UnitOfWork
 
 _UNKNOWN_OWNER = "owner@unknown.invalid"  # load_context's own fallback
@@ -121,15 +121,7 @@ def _addresses(uow: UnitOfWork, contact_ids: list[int]) -> dict[int, list[str]]:
 
 def _campaigns(uow: UnitOfWork, lead_ids: list[int]) -> dict[int, list[Any]]:
     rows = uow.session.execute(
-        select(
-            m.Enrollment.lead_id,
-            m.Campaign.id,
-            m.Campaign.name,
-            m.Campaign.owner,
-            m.Mailbox.id,
-            m.Mailbox.address,
-            m.Mailbox.from_name,
-        )
+        select(m.Enrollment.lead_id, *CAMPAIGN_COLUMNS)
         .join(m.Campaign, m.Campaign.id == m.Enrollment.campaign_id)
         .join(m.Mailbox, m.Mailbox.id == m.Campaign.mailbox_id)
         .where(m.Enrollment.lead_id.in_(lead_ids))

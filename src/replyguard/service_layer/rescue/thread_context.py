@@ -65,6 +65,19 @@ class Preread:
     context_rows: tuple[tuple[Any, ...], ...] | None = None
 
 
+#: What a thread shows of each enrollment of its lead, in this order: the campaign (id, name,
+#: owner) and its mailbox (id, address, sender's name). Read here and, for a page of threads at
+#: once, by `queries.thread_contexts`.
+CAMPAIGN_COLUMNS = (
+    m.Campaign.id,
+    m.Campaign.name,
+    m.Campaign.owner,
+    m.Mailbox.id,
+    m.Mailbox.address,
+    m.Mailbox.from_name,
+)
+
+
 def context_columns() -> tuple[Any, ...]:
     """What a thread shows of its lead, by columns of a select from `leads` joined to its
     product and (outer) to its enrollments, their campaigns and mailboxes (`with_campaigns`):
@@ -85,18 +98,7 @@ def context_columns() -> tuple[Any, ...]:
         .correlate(m.Lead)
         .scalar_subquery()
     )
-    return (
-        m.Product.id,
-        m.Product.name,
-        last_sent,
-        unknown,
-        m.Campaign.id,
-        m.Campaign.name,
-        m.Campaign.owner,
-        m.Mailbox.id,
-        m.Mailbox.address,
-        m.Mailbox.from_name,
-    )
+    return (m.Product.id, m.Product.name, last_sent, unknown, *CAMPAIGN_COLUMNS)
 
 
 def with_campaigns(query: Any, *, only: Any = None) -> Any:
