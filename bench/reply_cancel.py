@@ -5,6 +5,12 @@ queued in the table, on SQLite and PostgreSQL, next to a bare one-row UPDATE + C
 
 The queue is bulk-loaded with SQL (INSERT ... SELECT, no enrollment for a million rows); the
 measured call is the real `record_reply` service in its own unit of work, committed.
+
+Beside each reply, two references run on the same engine: the bare one-row UPDATE + COMMIT,
+and the *floor*: that same UPDATE after as many trivial statements (`SELECT 1`) as the reply
+ran, counted by an engine listener, in one unit of work. The floor is what the reply's number of
+statements costs with no work in them (round trips, SQLAlchemy's and the driver's path, the
+session): the ratio a reply of that many statements could reach at best.
 """
 
 from __future__ import annotations
@@ -19,10 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import clone_steps, scratch_db, summary_ms, workspace, write_result
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from replyguard.domain.states import ReplyKind
 from replyguard.service_layer.inbound.replies import IncomingReply, record_reply
+
+SELECT_ONE = text("SELECT 1")
 
 
 def bench_db(kind: str, sizes: list[int], replies: int, console: Console) -> list[dict[str, object]]:
@@ -35,6 +43,20 @@ def bench_db(kind: str, sizes: list[int], replies: int, console: Console) -> lis
             ids = list(conn.execute(text("SELECT id FROM leads ORDER BY id")).scalars())
         filler_ids, target_ids = ids[:fillers], ids[fillers:]
         loaded, offset = len(ids) * 3, 0
+        statements: list[str] = []
+        event.listen(app.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+
+        def floor_tx(selects: int, reason: str, lead_id: int) -> None:
+            with app.uow() as uow:
+                for _ in range(selects):
+                    uow.session.execute(SELECT_ONE)
+                uow.session.execute(
+                    text("UPDATE leads SET hold_reason = :r WHERE id = :id"), {"r": reason, "id": lead_id}
+                )
+                uow.commit()
+
+        floor_tx(0, "floor", filler_ids[0])  # its own statements (SQLite's BEGIN IMMEDIATE too)
+        base, statements[:] = len(statements), []
         for round_no, size in enumerate(sizes):
             copies = max(0, -(-(size - loaded) // (fillers * 3)))
             t0 = time.perf_counter()
@@ -49,8 +71,9 @@ def bench_db(kind: str, sizes: list[int], replies: int, console: Console) -> lis
             loaded = queued
             console.print(f"{kind}: {queued:,} queued steps (loaded in {time.perf_counter() - t0:.1f} s)")
             batch = target_ids[round_no * targets_per_round : (round_no + 1) * targets_per_round]
-            samples, bare = [], []
+            samples, bare, floor = [], [], []
             for i, lead_id in enumerate(batch):
+                statements.clear()
                 t = time.perf_counter()
                 with app.uow() as uow:
                     outcome = record_reply(
@@ -58,6 +81,7 @@ def bench_db(kind: str, sizes: list[int], replies: int, console: Console) -> lis
                     )
                     uow.commit()
                 elapsed = time.perf_counter() - t
+                ran = len(statements)  # SQLite's BEGIN IMMEDIATE included, as it is a statement
                 assert outcome.cancelled == 3, outcome
                 t = time.perf_counter()
                 with app.engine.begin() as conn:
@@ -66,15 +90,21 @@ def bench_db(kind: str, sizes: list[int], replies: int, console: Console) -> lis
                         {"r": f"bench {i}", "id": filler_ids[i % fillers]},
                     )
                 bare_elapsed = time.perf_counter() - t
+                t = time.perf_counter()
+                floor_tx(ran - base, f"floor {i}", filler_ids[i % fillers])
+                floor_elapsed = time.perf_counter() - t
                 if i >= warmup:
                     samples.append(elapsed)
                     bare.append(bare_elapsed)
+                    floor.append(floor_elapsed)
             rows.append(
                 {
                     "db": kind,
                     "queued_steps": queued,
                     "reply": summary_ms(samples),
                     "bare_commit": summary_ms(bare),
+                    "floor": summary_ms(floor),
+                    "statements": ran,
                 }
             )
         app.close()
@@ -93,12 +123,26 @@ def main() -> int:
     for kind in args.db.split(","):
         rows += bench_db(kind, sizes, args.replies, console)
     table = Table(title="reply -> queued steps cancelled and committed (record_reply)")
-    for col in ("db", "queued steps", "p50 ms", "p99 ms", "bare commit p50", "bare p99", "p99 / bare p99"):
+    columns = (
+        "db",
+        "queued steps",
+        "p50 ms",
+        "p99 ms",
+        "bare commit p50",
+        "bare p99",
+        "p99 / bare p99",
+        "statements",
+        "floor p50",
+        "floor p99",
+        "floor p99 / bare p99",
+    )
+    for col in columns:
         table.add_column(col, justify="right")
     ratios = {}
     for row in rows:
         reply, bare = row["reply"], row["bare_commit"]
         row["ratio_to_bare_p99"] = round(reply["p99_ms"] / bare["p99_ms"], 2)
+        row["floor_ratio_to_bare_p99"] = round(row["floor"]["p99_ms"] / bare["p99_ms"], 2)
         table.add_row(
             str(row["db"]),
             f"{row['queued_steps']:,}",
@@ -107,6 +151,10 @@ def main() -> int:
             f"{bare['p50_ms']:.2f}",
             f"{bare['p99_ms']:.2f}",
             f"{row['ratio_to_bare_p99']:.1f}x",
+            str(row["statements"]),
+            f"{row['floor']['p50_ms']:.2f}",
+            f"{row['floor']['p99_ms']:.2f}",
+            f"{row['floor_ratio_to_bare_p99']:.1f}x",
         )
     for kind in {r["db"] for r in rows}:
         mine = [r for r in rows if r["db"] == kind]
