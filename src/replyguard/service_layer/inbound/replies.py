@@ -276,16 +276,15 @@ def _apply(
 ) -> None:
     now = uow.clock.now()
     previous = lead.reply_state
-    lead.last_reply_id = reply_id
+    moved: dict[str, Any] = {"last_reply_id": reply_id}
     if effect.new_state is not None and effect.new_state != previous:
         check_reply_move(ReplyState(previous), effect.new_state, Actor.SYSTEM)
-        lead.reply_state = effect.new_state
-        lead.reply_state_updated_at = now
+        moved |= {"reply_state": effect.new_state, "reply_state_updated_at": now}
     if effect.new_state is ReplyState.HELD:
-        lead.hold_reason = effect.hold_reason
+        moved["hold_reason"] = effect.hold_reason
     if effect.new_state is ReplyState.OUT_OF_OFFICE:
-        lead.paused_until = effect.paused_until
-    _write_lead(uow, lead)
+        moved["paused_until"] = effect.paused_until
+    _write_lead(uow, lead, moved)
     if locked.has_thread(lead):  # (a lead without a thread has no version to move)
         thread_versions.bump(
             uow.session,
@@ -326,13 +325,15 @@ _WRITE_LEAD = (
 )
 
 
-def _write_lead(uow: UnitOfWork, lead: m.Lead) -> None:
-    """Write the lead's move as `_apply` left it on the object, with one prebuilt UPDATE, and
-    tell the session those are the database's values now: whatever reads the lead later in
-    this transaction sees them, and no flush writes them again."""
-    values = {name: getattr(lead, name) for name in _MOVED}
+def _write_lead(uow: UnitOfWork, lead: m.Lead, moved: dict[str, Any]) -> None:
+    """Write the lead's move (`moved`: the columns of `_MOVED` that change, by name) with one
+    prebuilt UPDATE, and tell the session those are the database's values now: whatever reads
+    the lead later in this transaction sees them. The object is never changed as the ORM
+    tracks changes, so the session has nothing to flush (a flush that finds nothing to write
+    still costs what a statement does)."""
+    values = {name: moved[name] if name in moved else getattr(lead, name) for name in _MOVED}
     for name, value in values.items():
-        set_committed_value(lead, name, value)  # (before the UPDATE: its autoflush writes nothing)
+        set_committed_value(lead, name, value)
     uow.session.execute(_WRITE_LEAD, {"lead": lead.id, **{f"new_{k}": v for k, v in values.items()}})
 
 
