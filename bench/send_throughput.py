@@ -27,6 +27,7 @@ import multiprocessing as mp
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,31 +80,38 @@ def _backend_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
+def _claimed(engine: Any) -> Iterator[int]:
+    """Every due step, claimed as the bare loop claims: 20 at a time with SKIP LOCKED, marked
+    claimed and committed, until none is left."""
+    while ids := _claim(engine):
+        yield from ids
+
+
+def _claim(engine: Any) -> list[int]:
+    with engine.begin() as conn:
+        ids = list(
+            conn.execute(
+                text(
+                    "SELECT id FROM steps WHERE state = 'scheduled' AND due_at <= :now"
+                    " ORDER BY due_at, id LIMIT 20 FOR UPDATE SKIP LOCKED"
+                ),
+                {"now": START},
+            ).scalars()
+        )
+        if ids:
+            conn.execute(text("UPDATE steps SET state = 'claimed' WHERE id = ANY(:ids)"), {"ids": ids})
+    return ids
+
+
 def bare(url: str, start: mp.Barrier) -> None:  # type: ignore[valid-type]
     engine = create_engine(url, pool_size=1)
     start.wait()
-    while True:
+    for step_id in _claimed(engine):
         with engine.begin() as conn:
-            ids = list(
-                conn.execute(
-                    text(
-                        "SELECT id FROM steps WHERE state = 'scheduled' AND due_at <= :now"
-                        " ORDER BY due_at, id LIMIT 20 FOR UPDATE SKIP LOCKED"
-                    ),
-                    {"now": START},
-                ).scalars()
+            conn.execute(
+                text("UPDATE steps SET state = 'sent', sent_at = :now WHERE id = :id AND state = 'claimed'"),
+                {"now": START, "id": step_id},
             )
-            if not ids:
-                break
-            conn.execute(text("UPDATE steps SET state = 'claimed' WHERE id = ANY(:ids)"), {"ids": ids})
-        for step_id in ids:
-            with engine.begin() as conn:
-                conn.execute(
-                    text(
-                        "UPDATE steps SET state = 'sent', sent_at = :now WHERE id = :id AND state = 'claimed'"
-                    ),
-                    {"now": START, "id": step_id},
-                )
     engine.dispose()
 
 
@@ -113,36 +121,20 @@ FLOOR_TRIVIAL = text("SELECT 1")
 def floor(url: str, start: mp.Barrier) -> None:  # type: ignore[valid-type]
     engine = create_engine(url, pool_size=2)
     start.wait()
-    while True:
+    for step_id in _claimed(engine):
         with engine.begin() as conn:
-            ids = list(
-                conn.execute(
-                    text(
-                        "SELECT id FROM steps WHERE state = 'scheduled' AND due_at <= :now"
-                        " ORDER BY due_at, id LIMIT 20 FOR UPDATE SKIP LOCKED"
-                    ),
-                    {"now": START},
-                ).scalars()
-            )
-            if not ids:
-                break
-            conn.execute(text("UPDATE steps SET state = 'claimed' WHERE id = ANY(:ids)"), {"ids": ids})
-        for step_id in ids:
-            with engine.begin() as conn:
-                conn.execute(FLOOR_TRIVIAL)  # the lead lock
-                conn.execute(FLOOR_TRIVIAL)  # the re-read
-                with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as marker:
-                    marker.execute(
-                        text("UPDATE steps SET state = 'sending' WHERE id = :id AND state = 'claimed'"),
-                        {"id": step_id},
-                    )
-                conn.execute(FLOOR_TRIVIAL)  # the last check
-                conn.execute(
-                    text(
-                        "UPDATE steps SET state = 'sent', sent_at = :now WHERE id = :id AND state = 'sending'"
-                    ),
-                    {"now": START, "id": step_id},
+            conn.execute(FLOOR_TRIVIAL)  # the lead lock
+            conn.execute(FLOOR_TRIVIAL)  # the re-read
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as marker:
+                marker.execute(
+                    text("UPDATE steps SET state = 'sending' WHERE id = :id AND state = 'claimed'"),
+                    {"id": step_id},
                 )
+            conn.execute(FLOOR_TRIVIAL)  # the last check
+            conn.execute(
+                text("UPDATE steps SET state = 'sent', sent_at = :now WHERE id = :id AND state = 'sending'"),
+                {"now": START, "id": step_id},
+            )
     engine.dispose()
 
 
