@@ -207,9 +207,8 @@ def inbox(
     every matching one (20,000) with all its columns, its text among them."""
     now = uow.clock.now()
     offset, limit = bounds(page, per_page)
-    order = [RT.updated_at.desc(), RT.id.desc()]
-    if f.state == "all":
-        order.insert(0, _rank(now))
+    latest: list[ColumnElement[Any]] = [RT.updated_at.desc(), RT.id.desc()]
+    order = [_rank(now), *latest] if f.state == "all" else latest
     chosen = (
         select(RT.id)
         .where(*_where(uow, f), *_state_where(f, now))
