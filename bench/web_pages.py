@@ -13,6 +13,11 @@ thread (a fifth of the leads: 20,000 at 100k): 60% open, 10% snoozed, 30% done w
 decision some hours after the reply; kinds and intents mixed, a seventh assigned. Each page is
 requested --requests times after 5 warm-ups by a signed-in session; p50/p95/max are reported.
 --pages measures only the pages whose label contains one of its comma-separated words.
+--keep URL builds the workspace in that database the first time (an empty SQLite file or
+PostgreSQL database), and measures the one found there afterwards, migrated to the code's head:
+old and new code (PYTHONPATH) measured in turns on the same data, without a build each time
+(one kept database per code version when the new code adds a migration: the old code's Alembic
+refuses a revision it does not know; copy the SQLite file, or CREATE DATABASE ... TEMPLATE).
 """
 
 from __future__ import annotations
@@ -24,24 +29,28 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 import uvicorn
-from bench.common import percentile, scratch_db, workspace, write_result
+from bench.common import START, percentile, scratch_db, workspace, write_result
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, inspect, text
 
+from replyguard.adapters.db.engine import make_engine
+from replyguard.adapters.db.migrate import upgrade
 from replyguard.bootstrap import App
 from replyguard.domain.access import Level, Principal
+from replyguard.domain.clock import FixedClock
 from replyguard.entrypoints.http import create_app
 from replyguard.service_layer import step_tallies as tallies
 from replyguard.service_layer.workspace.accounts import add_user
 from replyguard.service_layer.workspace.api_tokens import create_token
+from replyguard.settings import Settings
 
 PASSWORD = "benchmark password"  # noqa: S105 (a scratch database, dropped after the run)
 SEED = 1000
@@ -347,9 +356,25 @@ def pages(app: App) -> dict[str, str]:
     }
 
 
+def kept(url: str, console: Console) -> App | None:
+    """The workspace a run with --keep built at `url` (migrated to this code's head), or None
+    when there is none yet: old and new code can then be measured on the same data."""
+    engine = make_engine(url, pool_size=10)
+    if "campaigns" not in inspect(engine).get_table_names():
+        engine.dispose()
+        return None
+    upgrade(engine)
+    if url.startswith("postgresql"):
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("ANALYZE"))  # a new index has no statistics yet
+    console.print(f"{engine.dialect.name}: the workspace kept at {url}")
+    return App(engine=engine, clock=FixedClock(START), settings=Settings())
+
+
 def api_token(app: App) -> str:
     with app.uow() as uow:
-        _view, token = create_token(uow, "bench", Principal.operator("bench"), scope=Level.ADMIN)
+        name = f"bench {time.time_ns()}"  # unique: a kept workspace is measured again
+        _view, token = create_token(uow, name, Principal.operator("bench"), scope=Level.ADMIN)
         uow.commit()
     return token
 
@@ -388,18 +413,25 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=30)
     parser.add_argument("--db", default="sqlite,postgresql")
     parser.add_argument("--pages", default="", help="only pages whose label contains one of these words")
+    parser.add_argument(
+        "--keep", default="", help="a database URL: the workspace built there once, then reused"
+    )
     args = parser.parse_args()
+    if args.keep:
+        args.db = "kept"
     wanted = [w.strip() for w in args.pages.split(",") if w.strip()]
     console = Console()
     results = []
     for kind in args.db.split(","):
-        with scratch_db(kind, "web") as url:
-            app = build(url, args.leads, args.steps, console)
+        with scratch_db(kind, "web") if not args.keep else nullcontext(args.keep) as url:
+            app = kept(url, console) if args.keep else None
+            app = app or build(url, args.leads, args.steps, console)
+            db = app.engine.dialect.name
             chosen = {k: v for k, v in pages(app).items() if not wanted or any(w in k for w in wanted)}
             with serving(app) as base:
                 for row in measure(base, chosen, args.requests, api_token(app)):
-                    results.append({"db": kind, **row})
-                    console.print(f"{kind}: {row['page']}: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms")
+                    results.append({"db": db, **row})
+                    console.print(f"{db}: {row['page']}: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms")
             app.close()
     table = Table(title=f"pages with {args.leads:,} leads and {args.steps:,} steps (real HTTP, signed in)")
     for col in ("db", "page", "p50 ms", "p95 ms", "max ms"):
@@ -409,6 +441,7 @@ def main() -> int:
     console.print(table)
     # A run of some pages only is kept apart: web_pages.json stays the last run of every page.
     name = "web_pages" if not wanted else "web_pages_" + "_".join(w.replace(" ", "-") for w in wanted)
+    name += "_kept" if args.keep else ""
     path = write_result(name, {"leads": args.leads, "steps": args.steps, "pages": wanted, "rows": results})
     console.print(f"written {path}")
     return 0

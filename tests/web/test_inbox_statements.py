@@ -4,8 +4,11 @@ each row's "waiting on them" and unknown-outcome count are read for the whole pa
 
 from __future__ import annotations
 
-from sqlalchemy import event
+from datetime import timedelta
 
+from sqlalchemy import event, update
+
+from replyguard.adapters.db import models as m
 from replyguard.bootstrap import App
 from replyguard.entrypoints.web.pages.threads import inbox_filter
 from replyguard.service_layer.queries import threads as tq
@@ -37,3 +40,32 @@ def test_the_inbox_reads_a_page_in_the_same_statements_for_one_row_or_three(app:
     three = _statements(app)
     assert (one[0], three[0]) == (1, 3)
     assert three[1] == one[1] > 0, (one, three)
+
+
+def test_every_state_lists_open_then_snoozed_then_done_each_latest_first(app: App) -> None:
+    """The page is chosen by ids (a narrow sort) and read after: the rows come back in the
+    order chosen. A snooze whose time has come is open again."""
+    live = live_workspace(app)
+    for email in (ADA, GRACE, ALAN):
+        live.reply(email, "Tell me more.")
+    ada, grace, alan = (live.thread_of(e) for e in (ADA, GRACE, ALAN))
+    now = app.clock.now()
+    rows = {
+        # thread: (state, snoozed until, updated minutes ago)
+        ada: ("done", None, 1),
+        grace: ("snoozed", now + timedelta(days=1), 2),
+        alan: ("snoozed", now - timedelta(hours=1), 3),  # woken: open
+    }
+    with app.engine.begin() as conn:
+        for thread, (state, until, ago) in rows.items():
+            conn.execute(
+                update(m.RescueThread)
+                .where(m.RescueThread.id == thread)
+                .values(state=state, snoozed_until=until, updated_at=now - timedelta(minutes=ago))
+            )
+    f = inbox_filter("all", "", "", "", "", "", False, "")
+    with app.scoped.read(app.workspace_id) as uow:
+        page = tq.inbox(uow, app.settings, f)
+        second = tq.inbox(uow, app.settings, f, page=2, per_page=1)
+    assert [(r.id, r.state) for r in page.items] == [(alan, "open"), (grace, "snoozed"), (ada, "done")]
+    assert [r.id for r in second.items] == [grace]
