@@ -7,6 +7,16 @@ row twice (once at the first read that autoflushes, once at commit). Here the ro
 with the columns processing looks at, and every column processing may decide is written back
 by one UPDATE just before the commit (`write_outcome`). Nothing in the transaction reads this
 row's own columns in between: the effect-key check (effects.py) reads *other* rows.
+
+A row `ingest_raw` has just inserted is not read back at all: it knows every column it stored
+(`fresh_row`), and a new row has no outcome yet. Without the read it holds no lock on the row
+while it processes, so the UPDATE is the check instead: it writes only a row still `stored`.
+Another process that took the row meanwhile (a redelivery of the same bytes, a retry) either
+committed its outcome, and the UPDATE writes nothing — the caller rolls its whole transaction
+back and returns that outcome — or rolled back, and the UPDATE writes this one. Either way one
+effect. (The fresh path takes the row's lock last, the reading path first: two of them on the
+same row at once may deadlock, which PostgreSQL breaks by failing one, and the failed one is
+retried like any failure: it reads the row and finds it done.)
 """
 
 from __future__ import annotations
@@ -15,9 +25,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Select, Table, bindparam, select, update
+from sqlalchemy import CursorResult, Select, Table, bindparam, select, update
 
 from replyguard.adapters.db import models as m
+from replyguard.domain.inbound.status import InboundStatus
 from replyguard.service_layer.uow import UnitOfWork
 
 _INBOUND = cast(Table, m.InboundMessage.__table__)
@@ -71,10 +82,12 @@ def _read_statements() -> dict[bool, Select[Any]]:
 #: Built once at import (the compiled form is cached by its statement): by whether it locks.
 _READ = _read_statements()
 
-#: The row's outcome written back in one statement; its SET clause is the outcome columns,
-#: taken from the parameters (`write_outcome` passes each of them).
+#: The row's outcome written back in one statement, if it is still `stored`; its SET clause is
+#: the outcome columns, taken from the parameters (`write_outcome` passes each of them).
 _WRITE_OUTCOME = update(_INBOUND).where(
-    _INBOUND.c.id == bindparam("inbound_id"), _INBOUND.c.workspace_id == bindparam("workspace")
+    _INBOUND.c.id == bindparam("inbound_id"),
+    _INBOUND.c.workspace_id == bindparam("workspace"),
+    _INBOUND.c.status == InboundStatus.STORED,
 )
 
 
@@ -85,9 +98,21 @@ def read_stored(uow: UnitOfWork, inbound_id: int) -> InboundRow:
     return InboundRow(*row)
 
 
-def write_outcome(uow: UnitOfWork, row: InboundRow) -> None:
-    """Write the row's outcome columns (no commit). The unique index on the effect key is
-    checked here: a copy that took the same key meanwhile makes this statement fail, and the
-    whole transaction with it."""
+def fresh_row(
+    inbound_id: int, raw: bytes, source: str, received_at: datetime, *, history: bool
+) -> InboundRow:
+    """The row `ingest.store_raw` has just inserted as `stored`, as `read_stored` would read it."""
+    return InboundRow(
+        inbound_id, raw, source, received_at, history, InboundStatus.STORED, *(None,) * (len(_OUTCOME) - 1)
+    )
+
+
+def write_outcome(uow: UnitOfWork, row: InboundRow) -> bool:
+    """Write the row's outcome columns (no commit); False if the row is no longer `stored`
+    (another process processed it meanwhile: the caller rolls back). The unique index on the
+    effect key is checked here: a copy that took the same key meanwhile makes this statement
+    fail, and the whole transaction with it."""
     params: dict[str, Any] = {name: getattr(row, name) for name in _OUTCOME}
-    uow.session.execute(_WRITE_OUTCOME, {**params, "inbound_id": row.id, "workspace": uow.workspace_id})
+    params.update(inbound_id=row.id, workspace=uow.workspace_id)
+    written = uow.session.execute(_WRITE_OUTCOME, params)
+    return cast(CursorResult[Any], written).rowcount == 1
