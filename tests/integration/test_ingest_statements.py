@@ -8,6 +8,7 @@ docs/benchmarks.md says why). COMMIT is not a cursor statement: the two commits 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from email.message import EmailMessage
@@ -22,22 +23,25 @@ from replyguard.domain.clock import FixedClock
 from replyguard.service_layer.inbound import apply, ingest
 from replyguard.service_layer.inbound.ingest import ingest_raw
 from replyguard.service_layer.workspace.leads import find_lead
+from tests.adversarial.test_one_effect import _wait_for_a_lock_wait
 from tests.integration.test_ingest import _dsn
+from tests.support.identity import effects
 from tests.support.scenario import REPORTS, load_examples, run_days
 
 PRIYA = "priya@fernhollow.test"
 
 #: The store: the row inserted unless its dedupe key is there (SQLite: in BEGIN IMMEDIATE).
 STORE = ["INSERT INTO inbound_messages"]
-#: A reply from the lead in our thread, processed: the thread's lead with the speaker's
-#: contact, whether the sender is one of our mailboxes and her addresses (for alignment), in
-#: one statement; the wait for a copy with the same effect key (PostgreSQL), then the copy
-#: that took it; [record_reply]; the row's outcome, one UPDATE (only if still `stored`). The
-#: row just stored is not read back: the store knows what it wrote (stored.py).
+#: A reply from the lead in our thread, processed: on PostgreSQL the row locked and the wait
+#: for a copy with the same effect key, one statement; then the thread's lead with the
+#: speaker's contact, whether the sender is one of our mailboxes, her addresses (for
+#: alignment) and the copy that took the effect key, one statement; [record_reply]; the row's
+#: outcome, one UPDATE (only if still `stored`). The row just stored is not read back: the
+#: store knows what it wrote (stored.py).
 PROCESS_BEFORE_REPLY = [
+    "SELECT pg_advisory_xact_lock(%(lock)s::BIGINT) AS pg_advisory_xact_lock_1 "
+    "FROM (SELECT inbound_messages.id",
     "SELECT leads.id, leads.contact_id, leads.product_id",
-    "SELECT pg_advisory_xact_lock",
-    "SELECT inbound_messages.id, inbound_messages.lead_id",
 ]
 PROCESS_AFTER_REPLY = ["UPDATE inbound_messages"]
 
@@ -175,3 +179,40 @@ def test_a_row_processed_meanwhile_by_another_process_has_one_effect(
     with app.uow() as uow:
         replies = uow.session.scalars(select(m.Reply).where(m.Reply.inbound_message_id == result.inbound_id))
         assert len(list(replies)) == 1
+
+
+@pytest.mark.postgres_only
+def test_a_redelivery_while_the_fresh_row_is_processed_waits_for_it(app: App, clock: FixedClock) -> None:
+    """The same bytes delivered again while the first delivery is inside its reply transaction
+    (a webhook retried because the first request is slow): the redelivery reads the row under
+    its lock, which the fresh row's processing took first, so it waits, then finds the row
+    done — one effect, no deadlock between the two (each takes the row before the leads)."""
+    load_examples(app)
+    run_days(app, clock, 1)
+    raw = _reply_in_thread(app)
+    inside, release = threading.Event(), threading.Event()
+
+    def hold_first(_name: str) -> None:
+        if not inside.is_set():
+            inside.set()
+            assert release.wait(60), "the test never released the first delivery"
+
+    app.hooks.arm("inside_reply_tx", hold_first)
+    results: dict[int, ingest.IngestResult] = {}
+    deliveries = [
+        threading.Thread(target=lambda i=i: results.__setitem__(i, ingest_raw(app, raw, "test")))
+        for i in (0, 1)
+    ]
+    deliveries[0].start()
+    assert inside.wait(60)
+    deliveries[1].start()
+    _wait_for_a_lock_wait(app, deliveries[1])
+    assert deliveries[1].is_alive()  # waiting on the row, not done on its own
+    release.set()
+    for delivery in deliveries:
+        delivery.join(60)
+    app.hooks.disarm()
+    first, again = results[0], results[1]
+    assert (first.status, first.duplicate) == ("matched", False)
+    assert again.duplicate and (again.inbound_id, again.status) == (first.inbound_id, "matched")
+    assert effects(app).replies == 1

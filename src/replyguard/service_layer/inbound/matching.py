@@ -25,7 +25,7 @@ one place (service_layer/inbound/apply.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.message import Message
 from email.utils import getaddresses
 from typing import Any
@@ -49,6 +49,7 @@ from replyguard.domain.message_ids import (
 )
 from replyguard.domain.states import ReplyKind, ReplyState, StepState
 from replyguard.domain.trust import Binding
+from replyguard.service_layer.inbound.effects import HOLDER_COLUMNS, Holder, holder_params
 from replyguard.service_layer.uow import UnitOfWork
 
 RECIPIENT_HEADERS = (
@@ -116,10 +117,11 @@ _CONTACT_OF = select(m.ContactAddress.contact_id).where(
 _HER_ADDRESS = aliased(m.ContactAddress)
 #: The lead of the send `key` (a thread of ours), one row per address of her contact (the
 #: primary first), each with the contact of the speaker's address (None: a stranger) and
-#: whether that address is one of our mailboxes (None: it is not). Who speaks is asked of
-#: every thread match but a bounce's, whether it is us of every message but a bounce, and her
+#: whether that address is one of our mailboxes (None: it is not), and the copy that took
+#: the message's effect key (effects.py; read after the wait for it). Who speaks is asked of
+#: every thread match but a bounce's, whether it is us of every message but a bounce, her
 #: addresses of every match that is hers (apply.py weighs the sender's authentication against
-#: them): all are read with the thread rather than after it.
+#: them), the key's holder of every message: all are read with the thread, not after it.
 _THREAD_READ = (
     select(
         m.Lead.id,
@@ -127,6 +129,7 @@ _THREAD_READ = (
         m.Lead.product_id,
         _CONTACT_OF.limit(1).scalar_subquery(),
         _OUR_MAILBOX.limit(1).scalar_subquery(),
+        *HOLDER_COLUMNS,
         _HER_ADDRESS.address,
     )
     .join(m.Step, m.Step.lead_id == m.Lead.id)
@@ -153,6 +156,8 @@ class _Thread:
     ours: bool
     #: Every address of the lead's contact, the primary first.
     addresses: tuple[str, ...]
+    #: The copy that took the message's effect key, as read with the thread.
+    holder: Holder
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +178,9 @@ class Match:
     #: Every address of the matched lead's contact, the primary first, when the match read
     #: them with the lead (a thread's); None: not read.
     addresses: tuple[str, ...] | None = None
+    #: The copy that took the message's effect key, when the match read it (a thread's);
+    #: None: not read (effects.claim_effect reads it).
+    holder: Holder | None = None
 
 
 def recipients_of(msg: Message) -> list[str]:
@@ -191,31 +199,37 @@ def match_message(
     recipients: list[str],
     subject: str,
     verdict: Verdict = Verdict.NONE,
+    holder: dict[str, Any] | None = None,
 ) -> Match:
+    """`holder`: the parameters of the effect key's holder (effects.holder_params), read with
+    the thread when the message has one: call effects.wait_for_copies before."""
+    holder = holder or holder_params(None, 0)
     own = _by_own_message_id(uow, c)
     if own is not None:
         return own
     # Unless the message is addressed to a token of ours (read first, below), the thread is
     # next: read now, it answers with it whether the From is one of our mailboxes.
-    thread = None if _to_a_token(recipients) else _thread_of(uow, c)
+    thread = None if _to_a_token(recipients) else _thread_of(uow, c, holder)
     if c.bounce is None and c.from_address:
         ours = thread.ours if thread is not None else is_our_mailbox(uow, c.from_address)
         if ours:
-            return _by_own_mailbox(verdict)
+            return replace(_by_own_mailbox(verdict), holder=thread.holder if thread is not None else None)
     for finder in (_by_unsubscribe_address, _by_return_path):
         found = finder(uow, c, recipients)
         if found is not None:
             return found
     if thread is None and _to_a_token(recipients):
-        thread = _thread_of(uow, c)
+        thread = _thread_of(uow, c, holder)
     found = _by_thread(uow, c, recipients, thread)
     if found is not None:
         return found
-    for finder in (_by_bounce, _by_address):
-        found = finder(uow, c, recipients)
-        if found is not None:
-            return found
-    complained = _by_complaint(uow, c, recipients)
+    found = _by_bounce(uow, c, recipients, holder)
+    if found is not None:
+        return found
+    found = _by_address(uow, c, recipients)
+    if found is not None:
+        return found
+    complained = _by_complaint(uow, c, recipients, holder)
     return complained if complained is not None else _probable(uow, c, subject)
 
 
@@ -315,26 +329,29 @@ def _by_return_path(uow: UnitOfWork, c: Classification, recipients: list[str]) -
     return None
 
 
-def _thread_of(uow: UnitOfWork, c: Classification) -> _Thread | None:
+def _thread_of(uow: UnitOfWork, c: Classification, holder: dict[str, Any]) -> _Thread | None:
     """The thread of ours the message answers: the first of its In-Reply-To and References
     that is a send of ours."""
     keys = send_keys_in(c.in_reply_to or "") + send_keys_in(" ".join(c.references))
     speaker_forms = _forms_of(c.from_address)
     for key in dict.fromkeys(keys):
-        thread = _read_thread(uow, key, speaker_forms)
+        thread = _read_thread(uow, key, speaker_forms, holder)
         if thread is not None:
             return thread
     return None
 
 
-def _read_thread(uow: UnitOfWork, key: str, speaker_forms: dict[str, str | None]) -> _Thread | None:
-    params = {"workspace": uow.workspace_id, "key": key, **speaker_forms}
+def _read_thread(
+    uow: UnitOfWork, key: str, speaker_forms: dict[str, str | None], holder: dict[str, Any]
+) -> _Thread | None:
+    params = {"workspace": uow.workspace_id, "key": key, **speaker_forms, **holder}
     rows = uow.session.execute(_THREAD_READ, params).all()
     if not rows:
         return None
-    lead_id, contact_id, product_id, speaker, mailbox, _ = rows[0]
+    lead_id, contact_id, product_id, speaker, mailbox, holder_id, holder_lead, _ = rows[0]
     addresses = tuple(row.address for row in rows if row.address is not None)
-    return _Thread(lead_id, contact_id, product_id, speaker, mailbox is not None, addresses)
+    first = Holder.of(holder_id, holder_lead)
+    return _Thread(lead_id, contact_id, product_id, speaker, mailbox is not None, addresses, first)
 
 
 def _by_thread(
@@ -344,37 +361,43 @@ def _by_thread(
         return None
     lead_id = thread.lead_id
     # The thread's lead matched: bound to our email, with her addresses as read.
-    hers: dict[str, Any] = {"in_thread": True, "binding": Binding.MESSAGE_ID, "addresses": thread.addresses}
+    hers: dict[str, Any] = {
+        "in_thread": True,
+        "binding": Binding.MESSAGE_ID,
+        "addresses": thread.addresses,
+        "holder": thread.holder,
+    }
     if c.kind in (ReplyKind.BOUNCE_HARD, ReplyKind.BOUNCE_SOFT) or thread.speaker == thread.contact_id:
         return Match("matched", (lead_id,), ("match:thread",), **hers)
     if thread.speaker is not None:
         own = _lead_of_contact(uow, thread.speaker, thread.product_id, recipients)
         if own is not None:
             evidence = ("match:thread", "match:another-lead-in-thread")
-            return Match("matched", (own,), evidence, thread_lead_id=lead_id)
+            return Match("matched", (own,), evidence, thread_lead_id=lead_id, holder=thread.holder)
     evidence = ("match:thread", "match:unknown-sender")
     return Match("matched", (lead_id,), evidence, sender_known=False, **hers)
 
 
-def _by_original(uow: UnitOfWork, message_id: str | None, evidence: str) -> Match | None:
+def _by_original(
+    uow: UnitOfWork, message_id: str | None, evidence: str, holder: dict[str, Any]
+) -> Match | None:
     """The lead of our email a report quotes (a bounce's or a complaint's original), read with
-    her addresses like a thread's."""
+    her addresses (and the effect key's holder) like a thread's."""
     for key in send_keys_in(message_id or ""):
-        thread = _read_thread(uow, key, _forms_of(None))
+        thread = _read_thread(uow, key, _forms_of(None), holder)
         if thread is not None:
-            hers: dict[str, Any] = {
-                "in_thread": True,
-                "binding": Binding.MESSAGE_ID,
-                "addresses": thread.addresses,
-            }
+            hers: dict[str, Any] = {"in_thread": True, "binding": Binding.MESSAGE_ID}
+            hers.update(addresses=thread.addresses, holder=thread.holder)
             return Match("matched", (thread.lead_id,), (evidence,), **hers)
     return None
 
 
-def _by_bounce(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
+def _by_bounce(
+    uow: UnitOfWork, c: Classification, recipients: list[str], holder: dict[str, Any]
+) -> Match | None:
     if c.bounce is None:
         return None
-    original = _by_original(uow, c.bounce.original_message_id, "match:bounce-original")
+    original = _by_original(uow, c.bounce.original_message_id, "match:bounce-original", holder)
     if original is not None:
         return original
     if c.bounce.recipient:
@@ -384,10 +407,12 @@ def _by_bounce(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Mat
     return None
 
 
-def _by_complaint(uow: UnitOfWork, c: Classification, recipients: list[str]) -> Match | None:
+def _by_complaint(
+    uow: UnitOfWork, c: Classification, recipients: list[str], holder: dict[str, Any]
+) -> Match | None:
     if c.complaint is None:
         return None
-    original = _by_original(uow, c.complaint.original_message_id, "match:complaint-original")
+    original = _by_original(uow, c.complaint.original_message_id, "match:complaint-original", holder)
     if original is not None:
         return original
     if c.complaint.recipient:

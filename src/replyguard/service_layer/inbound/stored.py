@@ -9,14 +9,13 @@ by one UPDATE just before the commit (`write_outcome`). Nothing in the transacti
 row's own columns in between: the effect-key check (effects.py) reads *other* rows.
 
 A row `ingest_raw` has just inserted is not read back at all: it knows every column it stored
-(`fresh_row`), and a new row has no outcome yet. Without the read it holds no lock on the row
-while it processes, so the UPDATE is the check instead: it writes only a row still `stored`.
-Another process that took the row meanwhile (a redelivery of the same bytes, a retry) either
-committed its outcome, and the UPDATE writes nothing — the caller rolls its whole transaction
-back and returns that outcome — or rolled back, and the UPDATE writes this one. Either way one
-effect. (The fresh path takes the row's lock last, the reading path first: two of them on the
-same row at once may deadlock, which PostgreSQL breaks by failing one, and the failed one is
-retried like any failure: it reads the row and finds it done.)
+(`fresh_row`), and a new row has no outcome yet. Between its two transactions another process
+may have taken the row (a redelivery of the same bytes, a retry), so the UPDATE writes only a
+row still `stored`: when another process committed an outcome first, it writes nothing, and
+the caller rolls its whole transaction back and returns that outcome. One effect either way.
+On PostgreSQL the fresh row is locked by the first statement of its processing (with the wait
+for copies of its effect key, effects.wait_for_copies), before any lead: in the order the
+reading path takes them, so that two processes of one row never wait on each other in a cycle.
 """
 
 from __future__ import annotations
@@ -53,6 +52,9 @@ class InboundRow:
     auth: dict[str, Any] | None
     effect_key: str | None
     duplicate_of: int | None
+    #: Locked by this transaction (PostgreSQL): `read_stored` reads it under its lock; a fresh
+    #: row is locked by effects.wait_for_copies.
+    locked: bool = True
 
 
 #: The outcome columns, in `InboundRow` order: what `write_outcome` writes back.
@@ -103,7 +105,21 @@ def fresh_row(
 ) -> InboundRow:
     """The row `ingest.store_raw` has just inserted as `stored`, as `read_stored` would read it."""
     return InboundRow(
-        inbound_id, raw, source, received_at, history, InboundStatus.STORED, *(None,) * (len(_OUTCOME) - 1)
+        id=inbound_id,
+        raw=raw,
+        source=source,
+        received_at=received_at,
+        history=history,
+        status=InboundStatus.STORED,
+        error=None,
+        kind=None,
+        lead_id=None,
+        processed_at=None,
+        sender=None,
+        auth=None,
+        effect_key=None,
+        duplicate_of=None,
+        locked=False,
     )
 
 
