@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import BigInteger, Select, bindparam, func, select
+from sqlalchemy import BigInteger, Select, Table, bindparam, func, select
 
 from replyguard.adapters.db import models as m
 from replyguard.domain.authentication import Verdict
@@ -48,8 +48,10 @@ def effect_key(message_id: str | None, sender: str | None, verdict: Verdict) -> 
 #: own statement, before any read of the key's holder: a statement sees the rows committed
 #: before it began, so a read in the statement that waited would miss the copy it waited for.
 _WAIT_FOR_KEY = select(func.pg_advisory_xact_lock(bindparam("lock", type_=BigInteger)))
-_ROW = select(m.InboundMessage.id).where(
-    m.InboundMessage.id == bindparam("own"), m.InboundMessage.workspace_id == bindparam("workspace")
+#: Built from the table's columns (Core: no ORM work per call).
+_INBOUND = cast(Table, m.InboundMessage.__table__)
+_ROW = select(_INBOUND.c.id).where(
+    _INBOUND.c.id == bindparam("own"), _INBOUND.c.workspace_id == bindparam("workspace")
 )
 #: A row not read under its lock (a fresh one, stored.py) locked, then the wait as above, in one
 #: statement: the subquery's FOR UPDATE locks the row before the outer select calls the lock
@@ -64,19 +66,19 @@ def _holder_of_key(*columns: Any) -> Select[Any]:
     """The other row of this workspace that took the key: bound `workspace`, `effect_key`
     (the key) and `own` (the row being processed)."""
     return select(*columns).where(
-        m.InboundMessage.workspace_id == bindparam("workspace"),
-        m.InboundMessage.effect_key == bindparam("effect_key"),
-        m.InboundMessage.id != bindparam("own"),
+        _INBOUND.c.workspace_id == bindparam("workspace"),
+        _INBOUND.c.effect_key == bindparam("effect_key"),
+        _INBOUND.c.id != bindparam("own"),
     )
 
 
-_HOLDER = _holder_of_key(m.InboundMessage.id, m.InboundMessage.lead_id)
+_HOLDER = _holder_of_key(_INBOUND.c.id, _INBOUND.c.lead_id)
 #: The holder's id and lead as two columns of another read (matching's thread read), which
 #: so answers this question too; its parameters are `holder_params`. (At most one row holds
 #: a key: a unique index.)
 HOLDER_COLUMNS = (
-    _holder_of_key(m.InboundMessage.id).limit(1).scalar_subquery(),
-    _holder_of_key(m.InboundMessage.lead_id).limit(1).scalar_subquery(),
+    _holder_of_key(_INBOUND.c.id).limit(1).scalar_subquery(),
+    _holder_of_key(_INBOUND.c.lead_id).limit(1).scalar_subquery(),
 )
 
 
