@@ -104,8 +104,8 @@ def cancel_after_commit(monkeypatch: pytest.MonkeyPatch) -> None:
     process = ingest.process_stored
     monkeypatch.setattr(replies, "cancel_queued_steps", lambda uow, lead_id, *, reason: (0, 0))
 
-    def process_then_clean_up(app: App, inbound_id: int) -> IngestResult:
-        result = process(app, inbound_id)
+    def process_then_clean_up(app: App, inbound_id: int, **fresh: Any) -> IngestResult:
+        result = process(app, inbound_id, **fresh)
         if result.kind == ReplyKind.HUMAN_REPLY:
             with app.uow() as uow:
                 uow.lock_leads(result.lead_ids)

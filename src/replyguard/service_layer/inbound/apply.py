@@ -41,7 +41,7 @@ from replyguard.domain.reply_policy import predates_first_send
 from replyguard.domain.states import Actor, ReplyKind, ReplyState, check_reply_move
 from replyguard.domain.trust import Proof, explain, is_aligned, permits
 from replyguard.service_layer.inbound.confirmations import learnable, request_confirmation
-from replyguard.service_layer.inbound.effects import claim_effect, effect_key
+from replyguard.service_layer.inbound.effects import claim_effect, effect_key, holder_params, wait_for_copies
 from replyguard.service_layer.inbound.matching import Match, match_message, recipients_of
 from replyguard.service_layer.inbound.replies import (
     SOFT_BOUNCE_LIMIT,
@@ -77,12 +77,15 @@ def apply_inbound(
     # (stored.write_outcome): none of these reads looks at this row's own columns.
     row.sender, row.auth = (c.from_address or "").lower()[:320] or None, verdict.to_json()
     recipients = [storable_text(r, 320)[0] for r in recipients_of(msg)]
-    match = match_message(uow, c, recipients, c.subject, verdict.verdict)
+    # One effect per reply (effects.py): a copy being processed at the same moment is waited
+    # for before matching, whose thread read also finds a copy that took the key before.
+    key = effect_key(c.message_id, c.from_address, verdict.verdict)
+    wait_for_copies(uow, row, key)
+    match = match_message(uow, c, recipients, c.subject, verdict.verdict, holder_params(key, row.id))
     kind = match.kind_override or c.kind
     evidence = (*c.evidence, *match.evidence, f"auth:{verdict.verdict}")
     row.kind, row.processed_at = kind, uow.clock.now()
-    key = effect_key(c.message_id, c.from_address, verdict.verdict)
-    earlier = claim_effect(uow, row, key, match.status)
+    earlier = claim_effect(uow, row, key, match.status, match.holder)
     if earlier is not None:
         row.status, row.duplicate_of, row.lead_id = "duplicate", earlier.id, earlier.lead_id
         uow.add_event("inbound_duplicate", lead_id=earlier.lead_id, inbound_id=row.id, first=earlier.id)

@@ -26,6 +26,8 @@ import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC
+from email.message import EmailMessage
 from email.utils import getaddresses
 from typing import Any, cast
 
@@ -35,14 +37,14 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import SQLAlchemyError
 
 from replyguard.adapters.db import models as m
-from replyguard.domain.inbound.classify import classify_message
+from replyguard.domain.inbound.classify import Classification, classify_message
 from replyguard.domain.inbound.limits import MessageLimits, over_limit
 from replyguard.domain.inbound.parse import MessageParseError, parse_message
 from replyguard.domain.inbound.status import SOURCE_LENGTH, InboundStatus, check_inbound_move, is_history
 from replyguard.domain.inbound.storable import MAX_MESSAGE_ID, storable_classification, storable_text
 from replyguard.domain.message_ids import normalize_message_id
 from replyguard.service_layer.inbound.apply import apply_inbound
-from replyguard.service_layer.inbound.stored import InboundRow, read_stored, write_outcome
+from replyguard.service_layer.inbound.stored import InboundRow, fresh_row, read_stored, write_outcome
 from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.uow import UnitOfWork
 
@@ -130,6 +132,7 @@ def insert_once(uow: UnitOfWork, key: str, **values: Any) -> tuple[int, bool]:
     The caller commits.
     """
     row = {"workspace_id": uow.workspace_id, "dedupe_key": key, "received_at": uow.clock.now(), **values}
+    # (`values` may give the received time itself: `_store` keeps the one it stored.)
     inserted = uow.session.execute(_INSERT_ONCE[uow.postgres], row).scalar()
     if inserted is not None:
         return inserted, False
@@ -148,19 +151,34 @@ def store_raw(
     stored with it as its error and status `refused`. `history`: stored with a new row only;
     a copy already stored keeps its own (a copy stored live stays live).
     """
+    inbound_id, existed, _ = _store(uow, raw, source, refused=refused, history=history)
+    return inbound_id, existed
+
+
+def _store(
+    uow: UnitOfWork, raw: bytes, source: str, *, refused: str | None, history: bool
+) -> tuple[int, bool, InboundRow | None]:
+    """`store_raw`, and the row as stored when this call inserted it as `stored` (what
+    processing would read back; None for a copy stored before, or one refused)."""
     key, message_id = dedupe_key(raw)
     if message_id is not None:
         message_id = storable_text(message_id, MAX_MESSAGE_ID)[0] or None
-    return insert_once(
+    stored_source = storable_text(source, MAX_SOURCE)[0]
+    received_at = uow.clock.now().astimezone(UTC)  # as the column gives it back
+    inbound_id, existed = insert_once(
         uow,
         key,
+        received_at=received_at,
         message_id=message_id,
-        source=storable_text(source, MAX_SOURCE)[0],
+        source=stored_source,
         raw=raw,
         status=InboundStatus.REFUSED if refused else InboundStatus.STORED,
         error=refused,
         history=history,
     )
+    if existed or refused is not None:
+        return inbound_id, existed, None
+    return inbound_id, existed, fresh_row(inbound_id, raw, stored_source, received_at, history=history)
 
 
 def stored_id(app: Runtime, raw: bytes) -> int | None:
@@ -201,14 +219,15 @@ def ingest_raw(
     with app.uow() as uow:
         if with_store is not None:
             with_store(uow)
-        inbound_id, duplicate = store_raw(uow, raw, source, refused=refused, history=history)
+        inbound_id, duplicate, fresh = _store(uow, raw, source, refused=refused, history=history)
         if refused is not None and not duplicate:
             notify_refused(uow, inbound_id)
         uow.commit()
     if refused is not None:
         log.warning("%s: inbound %s refused: %s", source, inbound_id, refused)
         return IngestResult(inbound_id, duplicate, InboundStatus.REFUSED, detail=refused)
-    result = process_stored(app, inbound_id)
+    # A row stored just now is processed as stored, without reading it back (stored.py).
+    result = process_stored(app, inbound_id, fresh=fresh)
     if duplicate:
         return IngestResult(
             result.inbound_id,
@@ -222,8 +241,11 @@ def ingest_raw(
     return result
 
 
-def process_stored(app: Runtime, inbound_id: int) -> IngestResult:
+def process_stored(app: Runtime, inbound_id: int, *, fresh: InboundRow | None = None) -> IngestResult:
     """Process a stored message exactly once (a second call returns the first outcome).
+
+    `fresh`: the row as `ingest_raw` has just stored it, processed without reading it back
+    (stored.py says how that stays once); a retry reads the row.
 
     Never raises: any failure — a bug, a value a column refuses, a lost connection — is tried
     again up to MAX_ATTEMPTS times in all, then the message is quarantined. If even that
@@ -232,32 +254,57 @@ def process_stored(app: Runtime, inbound_id: int) -> IngestResult:
     error = ""
     for _attempt in range(MAX_ATTEMPTS):
         try:
-            return _process_once(app, inbound_id)
+            return _process_once(app, inbound_id, fresh)
         except Exception as exc:  # whatever it is, it must not block the messages behind it
             error = f"{exc.__class__.__name__}: {str(exc).splitlines()[0][:500] if str(exc) else ''}"
             log.warning("inbound %s: processing failed: %s", inbound_id, error)
+        fresh = None
     return quarantine(app, inbound_id, error, attempts=MAX_ATTEMPTS)
 
 
-def _process_once(app: Runtime, inbound_id: int) -> IngestResult:
+#: A message parsed and classified, or why it could not be.
+Parsed = tuple[EmailMessage, Classification] | str
+
+
+def _parse(raw: bytes) -> Parsed:
+    try:
+        msg = parse_message(raw)
+        return msg, storable_classification(classify_message(msg))
+    except (MessageParseError, ValueError, LookupError) as exc:
+        return storable_text(str(exc), 2000)[0]
+
+
+def _process_once(app: Runtime, inbound_id: int, fresh: InboundRow | None) -> IngestResult:
+    # A fresh row is parsed and classified before its transaction begins: it holds the
+    # database (SQLite's write lock) only for the reads and writes.
+    parsed = _parse(fresh.raw) if fresh is not None else None
     with app.uow() as uow:
-        row = read_stored(uow, inbound_id)
-        if row.status != InboundStatus.STORED:
-            return _result_of(row, duplicate=True)
-        try:
-            msg = parse_message(row.raw)
-            classification = storable_classification(classify_message(msg))
-        except (MessageParseError, ValueError, LookupError) as exc:
-            error = storable_text(str(exc), 2000)[0]
-            row.status, row.error, row.processed_at = InboundStatus.UNPARSABLE, error, uow.clock.now()
-            uow.add_event("inbound_unparsable", inbound_id=row.id, error=error[:500])
-            write_outcome(uow, row)
-            uow.commit()
-            return _result_of(row, duplicate=False)
-        applied = apply_inbound(uow, app, row, msg, classification)
-        write_outcome(uow, row)
-        uow.commit()
-        return _result_of(row, duplicate=False, lead_ids=applied.lead_ids, evidence=applied.evidence)
+        if fresh is not None and parsed is not None:
+            row = fresh
+        else:
+            row = read_stored(uow, inbound_id)
+            if row.status != InboundStatus.STORED:
+                return _result_of(row, duplicate=True)
+            parsed = _parse(row.raw)
+        if isinstance(parsed, str):
+            row.status, row.error, row.processed_at = InboundStatus.UNPARSABLE, parsed, uow.clock.now()
+            uow.add_event("inbound_unparsable", inbound_id=row.id, error=parsed[:500])
+            return _finish(uow, row)
+        applied = apply_inbound(uow, app, row, *parsed)
+        return _finish(uow, row, lead_ids=applied.lead_ids, evidence=applied.evidence)
+
+
+def _finish(
+    uow: UnitOfWork, row: InboundRow, *, lead_ids: tuple[int, ...] = (), evidence: tuple[str, ...] = ()
+) -> IngestResult:
+    """Write the row's outcome and commit; if another process processed the row meanwhile,
+    roll all of this back and return that outcome instead (only a fresh row can meet one)."""
+    if not write_outcome(uow, row):
+        uow.session.rollback()
+        log.info("inbound %s: processed meanwhile by another process", row.id)
+        return _result_of(read_stored(uow, row.id), duplicate=True)
+    uow.commit()
+    return _result_of(row, duplicate=False, lead_ids=lead_ids, evidence=evidence)
 
 
 def _result_of(
