@@ -15,13 +15,13 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, select
 from sqlalchemy.orm import Session
 
 from replyguard.adapters.db import models as m
-from replyguard.adapters.db.engine import DEFAULT_URL, make_engine
+from replyguard.adapters.db.engine import DEFAULT_URL, end_read, make_engine
 from replyguard.adapters.transports.base import Transport
 from replyguard.domain.clock import Clock, FixedClock, OffsetClock, SystemClock, parse_instant
 from replyguard.service_layer.hooks import Hooks, NoHooks
@@ -81,10 +81,17 @@ class App:
     def postgres(self) -> bool:
         return self.engine.dialect.name == "postgresql"
 
+    def _read(self, query: Any) -> Any:
+        """The one row (or None) of a read in a transaction of its own (`end_read`)."""
+        with Session(self.engine) as session:
+            row = session.execute(query).one_or_none()
+            end_read(session)
+        return row
+
     @cached_property
     def workspace_id(self) -> int:
-        with Session(self.engine) as session:
-            found = session.scalar(select(m.Workspace.id).where(m.Workspace.name == self.workspace))
+        row = self._read(select(m.Workspace.id).where(m.Workspace.name == self.workspace))
+        found: int | None = row[0] if row is not None else None
         if found is None:
             raise WorkspaceMissing(
                 f"workspace {self.workspace!r} does not exist in this database: run `replyguard init`"
@@ -156,11 +163,7 @@ class App:
         query = select(
             m.Mailbox.address, m.Mailbox.smtp_url, m.Mailbox.secret, m.Mailbox.oauth_provider
         ).where(m.Mailbox.id == mailbox_id, m.Mailbox.workspace_id == self.workspace_id)
-        if conn is not None:
-            row = conn.execute(query).one_or_none()
-        else:
-            with Session(self.engine) as session:
-                row = session.execute(query).one_or_none()
+        row = conn.execute(query).one_or_none() if conn is not None else self._read(query)
         if row is None or row.smtp_url is None:
             return self.transport
         stamp = (row.smtp_url, row.secret, row.oauth_provider)
@@ -193,8 +196,7 @@ class App:
         query = select(
             m.Mailbox.address, m.Mailbox.smtp_url, m.Mailbox.imap_url, m.Mailbox.sent_folder, m.Mailbox.secret
         ).where(m.Mailbox.id == mailbox_id, m.Mailbox.workspace_id == self.workspace_id)
-        with Session(self.engine) as session:
-            row = session.execute(query).one_or_none()
+        row = self._read(query)
         if row is None or not (row.imap_url and row.sent_folder and row.smtp_url):
             return None
         try:

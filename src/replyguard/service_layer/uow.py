@@ -21,6 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, UOWTransaction
 
 from replyguard.adapters.db import models as m
+from replyguard.adapters.db.engine import READ_ONLY
 from replyguard.domain.clock import Clock
 from replyguard.settings import Settings
 
@@ -75,6 +76,8 @@ class UnitOfWork:
         #: (`App.uow`, `App.scoped`), never with defaults of its own.
         self.settings = settings
         self.postgres = engine.dialect.name == "postgresql"
+        #: A unit of work on the read-only engine (`read_only_engine`): it cannot write.
+        self.read_only = bool(engine.get_execution_options().get(READ_ONLY))
         self.session: Session
         self.tx = uuid.uuid4().hex
         self._analyze: set[str] = set()
@@ -87,6 +90,13 @@ class UnitOfWork:
         self.session.begin()
         return self
 
+    def _read_only_on_postgres(self) -> bool:
+        return self.read_only and self.postgres
+
+    def _pending(self) -> bool:
+        """Objects changed in the session (a flush would write them: leave them unwritten)."""
+        return bool(self.session.new or self.session.dirty or self.session.deleted)
+
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -95,7 +105,12 @@ class UnitOfWork:
     ) -> None:
         try:
             if self.session.in_transaction():
-                self.session.rollback()
+                if exc_type is None and self._read_only_on_postgres() and not self._pending():
+                    # A read ends by COMMIT: a READ ONLY transaction has nothing to undo, and
+                    # psycopg drops every prepared statement of a session on ROLLBACK.
+                    self.session.commit()
+                else:
+                    self.session.rollback()
         finally:
             self.session.close()
 

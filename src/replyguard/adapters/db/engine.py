@@ -156,5 +156,14 @@ def read_only_engine(engine: Engine) -> Engine:
     return engine.execution_options(**options)
 
 
+def end_read(conn: Any) -> None:
+    """End a transaction that only read (a `Connection` or `Session`) by COMMIT rather than
+    ROLLBACK: it has nothing to undo, and on PostgreSQL psycopg drops every prepared statement
+    of a session whose transaction ends in ROLLBACK. The worker's reads at each claim and pass
+    ended that way, and the send path's statements were parsed and planned anew after every
+    claim (1.5 ms of server time per email for the acceptance alone)."""
+    conn.commit()
+
+
 def is_postgres(engine: Engine) -> bool:
     return engine.dialect.name == "postgresql"

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, select, update
 
+from replyguard.adapters.db.engine import end_read
 from replyguard.adapters.transports.base import Probe
 from replyguard.domain.states import ReplyState, StepState, reply_move
 from replyguard.service_layer.rescue import thread_versions
@@ -41,6 +42,7 @@ class Recovery:
             query = query.where(S.c.lead_id == only_lead)
         with ctx.engine.connect() as conn:
             rows = conn.execute(query.limit(limit)).all()
+            end_read(conn)
         recovered = 0
         for row in rows:
             with ctx.engine.connect() as conn, conn.begin():
@@ -146,6 +148,7 @@ class Recovery:
                 .scalars()
                 .all()
             )
+            end_read(conn)
         resumed = 0
         for lead_id in ids:
             with ctx.engine.connect() as conn, conn.begin():

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from replyguard.adapters.db.engine import read_only_engine
+from replyguard.adapters.db.engine import end_read, read_only_engine
 from replyguard.adapters.transports.base import Interruptible, Transport
 from replyguard.service_layer.runtime import Runtime
 from replyguard.service_layer.sending.claiming import Claimer
@@ -149,8 +149,10 @@ class Worker:
         A failure is logged, not raised: the counts stay right unfolded, only slower to read."""
         try:
             with self._reader.connect() as conn:  # SQLite: no write lock just to count
-                if not self.tallies.is_long(conn):
-                    return False
+                long = self.tallies.is_long(conn)
+                end_read(conn)
+            if not long:
+                return False
             with self.ctx.engine.connect() as conn, conn.begin():
                 return self.tallies.fold_now(conn)
         except SQLAlchemyError as exc:
