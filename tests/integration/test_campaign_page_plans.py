@@ -16,7 +16,6 @@ when no index gives the order).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +24,7 @@ from sqlalchemy import event, text
 from replyguard.bootstrap import App
 from replyguard.service_layer.queries import campaigns as q
 from replyguard.service_layer.uow import UnitOfWork
+from tests.support.plans import query_plan
 from tests.support.scenario import simple_workspace
 
 
@@ -41,22 +41,6 @@ def _statements(app: App, read: Callable[[UnitOfWork], object]) -> list[tuple[st
     finally:
         event.remove(app.engine, "before_cursor_execute", grab)
     return seen
-
-
-def _plan(app: App, statement: str, parameters: Any) -> str:
-    with app.engine.connect() as conn:
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        cursor = raw.cursor()
-        if app.engine.dialect.name == "postgresql":
-            cursor.execute("SET LOCAL enable_sort = off")
-            cursor.execute("EXPLAIN (FORMAT JSON) " + statement, parameters)
-            plan = json.dumps(cursor.fetchone()[0])
-        else:
-            cursor.execute("EXPLAIN QUERY PLAN " + statement, parameters)
-            plan = "\n".join(str(row) for row in cursor.fetchall())
-        raw.rollback()
-    return plan
 
 
 def _sorts(app: App, plan: str) -> bool:
@@ -81,7 +65,7 @@ def test_a_queue_page_is_merged_from_the_ordered_ranges_not_sorted(app: App) -> 
     campaign = _campaign(app)
     seen = _statements(app, lambda uow: q.campaign_queue(uow, campaign, "sent", page=2, per_page=3))
     statement, parameters = next((s, p) for s, p in seen if "UNION ALL" in s)
-    plan = _plan(app, statement, parameters)
+    plan = query_plan(app, statement, parameters, settings=("enable_sort = off",))
     assert not _sorts(app, plan), plan
     if app.engine.dialect.name == "postgresql":
         assert "Merge Append" in plan, plan
@@ -113,7 +97,7 @@ def test_the_lead_picker_walks_the_enrolments_in_lead_order(app: App) -> None:
     campaign = _campaign(app)
     seen = _statements(app, lambda uow: q.lead_choices(uow, campaign, limit=5))
     statement, parameters = next((s, p) for s, p in seen if "contact_addresses" in s)
-    plan = _plan(app, statement, parameters)
+    plan = query_plan(app, statement, parameters, settings=("enable_sort = off",))
     assert not _sorts(app, plan), plan
     if app.engine.dialect.name == "sqlite":
         assert "ix_enrollments_campaign_lead" in plan, plan
@@ -130,7 +114,7 @@ def test_sends_per_day_are_counted_as_the_mailbox_index_is_read(app: App) -> Non
     seen = _statements(app, lambda uow: q.sends_per_day(uow, campaign))
     statement, parameters = next((s, p) for s, p in seen if "send_day" in s and "GROUP BY" in s)
     if app.engine.dialect.name == "sqlite":  # PostgreSQL hashes the groups: no sort either way
-        plan = _plan(app, statement, parameters)
+        plan = query_plan(app, statement, parameters, settings=("enable_sort = off",))
         assert "ix_steps_mailbox_day" in plan and not _sorts(app, plan), plan
     with app.scoped.read(app.workspace_id) as uow:
         sends = q.sends_per_day(uow, campaign)

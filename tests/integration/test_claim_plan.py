@@ -10,7 +10,6 @@ the worker sends it, on both databases."""
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
@@ -21,6 +20,7 @@ from replyguard.bootstrap import App
 from replyguard.domain.clock import FixedClock
 from replyguard.service_layer.sending.worker import Worker
 from replyguard.service_layer.sending.worker_base import WorkerReport
+from tests.support.plans import query_plan
 from tests.support.scenario import simple_workspace
 
 
@@ -42,27 +42,12 @@ def _claim_statement(app: App) -> tuple[str, Any]:
     return statement, parameters
 
 
-def _plan(app: App, statement: str, parameters: Any) -> str:
-    with app.engine.connect() as conn:
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        cursor = raw.cursor()
-        if app.engine.dialect.name == "postgresql":
-            cursor.execute("EXPLAIN (FORMAT JSON) " + statement, parameters)
-            plan = json.dumps(cursor.fetchone()[0])
-        else:
-            cursor.execute("EXPLAIN QUERY PLAN " + statement, parameters)
-            plan = "\n".join(str(row) for row in cursor.fetchall())
-        raw.rollback()
-    return plan
-
-
 def test_the_claim_reaches_leads_by_their_key_before_any_statistics(app: App, clock: FixedClock) -> None:
     clock.advance(timedelta(hours=4))  # Monday 10:00 UTC, inside the window
     simple_workspace(app, 300)
     statement, parameters = _claim_statement(app)
     assert "audit_run_id IS NULL" in statement  # the condition this is about is still there
-    plan = _plan(app, statement, parameters)
+    plan = query_plan(app, statement, parameters)
     assert "ix_leads_audit_run_id" not in plan, plan
     key = "pk_leads" if app.engine.dialect.name == "postgresql" else "leads USING INTEGER PRIMARY KEY"
     assert key in plan, plan
@@ -84,14 +69,6 @@ def test_the_claim_reads_steps_due_at_one_instant_in_its_order_without_sorting_t
             == 1
         )
     statement, parameters = _claim_statement(app)
-    with app.engine.connect() as conn:
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        cursor = raw.cursor()
-        cursor.execute("SET LOCAL enable_sort = off")
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN (FORMAT JSON) " + statement, parameters)
-        plan = json.dumps(cursor.fetchone()[0])
-        raw.rollback()
+    plan = query_plan(app, statement, parameters, settings=("enable_sort = off", "enable_seqscan = off"))
     assert "ix_steps_due" in plan, plan
     assert 'Sort"' not in plan, plan  # neither "Sort" nor "Incremental Sort"
