@@ -95,6 +95,13 @@ def _reply_in_thread(app: App) -> bytes:
     return msg.as_bytes()
 
 
+def _assert_sent(statements: list[str], expected: list[str]) -> None:
+    """The statements sent, in order, each starting as expected."""
+    assert len(statements) == len(expected), statements
+    for sent, start in zip(statements, expected, strict=True):
+        assert sent.startswith(start), (sent, start)
+
+
 def test_a_reply_in_the_thread_sends_the_expected_statements_outside_the_reply_transaction(
     app: App, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -104,11 +111,7 @@ def test_a_reply_in_the_thread_sends_the_expected_statements_outside_the_reply_t
     with outside_the_reply(app, monkeypatch) as statements:
         result = ingest_raw(app, raw, "test")
     assert (result.status, result.kind) == ("matched", "human_reply")  # it did the whole job
-    postgres = app.engine.dialect.name == "postgresql"
-    expected = _expected(postgres)
-    assert len(statements) == len(expected), statements
-    for sent, start in zip(statements, expected, strict=True):
-        assert sent.startswith(start), (sent, start)
+    _assert_sent(statements, _expected(app.engine.dialect.name == "postgresql"))
 
 
 def test_a_bounce_of_our_email_reads_its_lead_and_her_addresses_in_one_statement(
@@ -128,11 +131,8 @@ def test_a_bounce_of_our_email_reads_its_lead_and_her_addresses_in_one_statement
         result = ingest_raw(app, raw, "test")
     assert (result.status, result.kind) == ("matched", "bounce_hard")
     assert "match:bounce-original" in result.evidence
-    postgres = app.engine.dialect.name == "postgresql"
-    expected = _expected(postgres)  # the same statements as a reply in the thread
-    assert len(statements) == len(expected), statements
-    for sent_statement, start in zip(statements, expected, strict=True):
-        assert sent_statement.startswith(start), (sent_statement, start)
+    # The same statements as a reply in the thread.
+    _assert_sent(statements, _expected(app.engine.dialect.name == "postgresql"))
 
 
 def test_a_redelivery_is_stored_once_and_read_once(
@@ -149,9 +149,7 @@ def test_a_redelivery_is_stored_once_and_read_once(
     # The insert that finds the key taken, the winner's id, then its row: processed already.
     expected = [*begin, "INSERT INTO inbound_messages", "SELECT inbound_messages.id", *begin]
     expected.append("SELECT inbound_messages.id")
-    assert len(statements) == len(expected), statements
-    for sent, start in zip(statements, expected, strict=True):
-        assert sent.startswith(start), (sent, start)
+    _assert_sent(statements, expected)
 
 
 def test_a_row_processed_meanwhile_by_another_process_has_one_effect(
