@@ -90,9 +90,6 @@ class UnitOfWork:
         self.session.begin()
         return self
 
-    def _read_only_on_postgres(self) -> bool:
-        return self.read_only and self.postgres
-
     def _pending(self) -> bool:
         """Objects changed in the session (a flush would write them: leave them unwritten)."""
         return bool(self.session.new or self.session.dirty or self.session.deleted)
@@ -105,7 +102,7 @@ class UnitOfWork:
     ) -> None:
         try:
             if self.session.in_transaction():
-                if exc_type is None and self._read_only_on_postgres() and not self._pending():
+                if exc_type is None and self.read_only and self.postgres and not self._pending():
                     # A read ends by COMMIT: a READ ONLY transaction has nothing to undo, and
                     # psycopg drops every prepared statement of a session on ROLLBACK.
                     self.session.commit()
