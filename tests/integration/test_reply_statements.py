@@ -110,3 +110,37 @@ def test_a_person_s_reply_leaves_the_orm_nothing_to_flush(app: App, clock: Fixed
         record_reply(uow, lead_id, incoming, app.settings)
         uow.commit()
     assert flushes == []
+
+
+@pytest.mark.parametrize("minutes_after", [31, 29])
+def test_a_threaded_reply_looks_for_a_crossing_only_after_a_recent_send(
+    app: App, clock: FixedClock, minutes_after: int
+) -> None:
+    """A reply that quotes our email is crossed when another of ours went out shortly before
+    it (CROSSED_WINDOW) and it does not reference that one. The locking read returns the lead's
+    latest send in that window, so a reply with no send in it costs no statement more than one
+    without references; one with a send in it reads those sends (one statement)."""
+    load_examples(app)
+    run_days(app, clock, 1)
+    with app.uow() as uow:
+        lead_id = find_lead(uow, PRIYA, REPORTS).id
+        sent_at, message_id = uow.session.execute(
+            select(m.Step.sent_at, m.Step.message_id).where(m.Step.lead_id == lead_id, m.Step.state == "sent")
+        ).one()
+    assert sent_at is not None and message_id
+    clock.set(sent_at + timedelta(minutes=minutes_after))
+    incoming = IncomingReply(
+        kind=ReplyKind.HUMAN_REPLY,
+        received_at=clock.now(),
+        from_address=PRIYA,
+        references=("<someone-else@elsewhere.test>",),  # not ours: within the window, crossed
+    )
+    with app.uow() as uow, counted(app) as statements:
+        outcome = record_reply(uow, lead_id, incoming, app.settings)
+        uow.commit()
+    with app.uow() as uow:
+        crossed = uow.session.get_one(m.RescueThread, outcome.thread_id).crossed
+    recent = minutes_after <= 30
+    assert crossed is recent
+    expected = EXPECTED[("human_reply", app.engine.dialect.name)] + (1 if recent else 0)
+    assert len(statements) == expected, "\n".join(statements)

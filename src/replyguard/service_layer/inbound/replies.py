@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, case, exists, func, insert, or_, select, update
+from sqlalchemy import Table, bindparam, case, exists, func, insert, or_, select, type_coerce, update
 from sqlalchemy.orm import aliased
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -185,7 +185,7 @@ def record_reply(
             has_thread=locked.has_thread(lead),
             context_rows=locked.context,
         )
-        _hand_over(uow, reply_id, lead.id, reply, waiting, outcome, settings, preread)
+        _hand_over(uow, reply_id, lead.id, reply, waiting, outcome, settings, preread, locked.sent_recently)
     if hooks is not None:
         hooks.at("after_reply_handover")
     return outcome
@@ -226,12 +226,13 @@ def _hand_over(
     outcome: ReplyOutcome,
     settings: Settings,
     preread: Preread,
+    sent_recently: frozenset[int],
 ) -> None:
     for target, effect, before in waiting:
         mine = target.id == reply_lead_id
         crossed = mine and (
             bool(outcome.crossed or outcome.in_flight)
-            or _crossed_before(uow, target.id, reply.received_at, reply.references)
+            or (target.id in sent_recently and _crossed_before(uow, target.id, reply))
         )
         # Without its proof (domain/trust.py) the caller asks a person to confirm on this same
         # thread (confirmations.request_confirmation), whose notice is the one that goes out.
@@ -400,14 +401,12 @@ def _crossed(uow: UnitOfWork, lead_id: int, received_at: datetime) -> list[str]:
     )
 
 
-def _crossed_before(
-    uow: UnitOfWork, lead_id: int, received_at: datetime, references: tuple[str, ...]
-) -> bool:
+def _crossed_before(uow: UnitOfWork, lead_id: int, reply: IncomingReply) -> bool:
     """One of our emails went out shortly before the reply arrived, and the reply does not
     reference it: they wrote without having seen it. Unknowable without their references."""
-    if not references:
+    if not reply.references:
         return False
-    seen = {r.strip().lower() for r in references}
+    received_at, seen = reply.received_at, {r.strip().lower() for r in reply.references}
     recent = uow.session.scalars(
         select(m.Step.message_id).where(
             m.Step.lead_id == lead_id,
@@ -483,6 +482,7 @@ class _Locked:
     context: tuple[tuple[Any, ...], ...]  # the matched lead's thread context (`context_columns`)
     with_thread: frozenset[int]  # leads with a rescue thread (any state)
     sent_since: frozenset[int]  # leads with a step sent at or after the reply was received
+    sent_recently: frozenset[int]  # leads with a step sent since CROSSED_WINDOW before it
 
     def has_thread(self, lead: m.Lead) -> bool:
         return lead.id in self.with_thread
@@ -492,7 +492,7 @@ class _Locked:
 
 
 def _locking_read() -> tuple[dict[bool, Any], Any]:
-    """`_lock_and_read`'s statements, built once (bound values: lead, workspace, received): the
+    """`_lock_and_read`'s statements, built once (bound values: lead, workspace, recent): the
     lock of the matched lead or of every lead of its contact, and the read of the contact's
     leads, one row per lead, address of the contact and (the matched lead's) enrollment."""
     same_contact = aliased(m.Lead)
@@ -502,23 +502,28 @@ def _locking_read() -> tuple[dict[bool, Any], Any]:
     )
     in_workspace = m.Lead.workspace_id == bindparam("workspace")
     has_thread = exists().where(m.RescueThread.lead_id == m.Lead.id).correlate(m.Lead)
-    sent_since = (
-        exists()
+    # The lead's latest send since the crossing window before the reply arrived (or NULL):
+    # at or after the reply it is a crossing; before it, `_crossed_before` has a send to
+    # look at, and without one that statement is skipped.
+    latest_sent = (
+        select(type_coerce(func.max(m.Step.sent_at), m.Step.sent_at.type))
         .where(
             m.Step.lead_id == m.Lead.id,
             m.Step.state == StepState.SENT,
-            m.Step.sent_at >= bindparam("received", type_=m.Step.sent_at.type),
+            m.Step.sent_at >= bindparam("recent", type_=m.Step.sent_at.type),
         )
         .correlate(m.Lead)
+        .scalar_subquery()
     )
     # Columns by position, as `_lock_and_read` reads them: 0-3 the lead, its contact and the
-    # two probes; 4-6 what a thread shows of another product; 7 an address; 8- the context.
+    # two probes (a thread; the latest recent send); 4-6 what a thread shows of another
+    # product; 7 an address; 8- the context.
     read = (
         select(
             m.Lead,
             m.Contact,
             has_thread,
-            sent_since,
+            latest_sent,
             m.Product.name,
             next_queued(m.Step.due_at),
             next_queued(m.Step.subject),
@@ -570,7 +575,7 @@ def _lock_and_read(uow: UnitOfWork, lead_id: int, *, contact_wide: bool, receive
     lock is held from the transaction's start, so there one statement reads fresh. The other
     leads of a reply that moves only its own lead are read, not locked: nothing here writes
     them (as when they were read in a statement of their own)."""
-    params = {"lead": lead_id, "workspace": uow.workspace_id, "received": received_at}
+    params = {"lead": lead_id, "workspace": uow.workspace_id, "recent": received_at - CROSSED_WINDOW}
     if uow.postgres:
         uow.session.execute(_LOCK[contact_wide], {"lead": lead_id, "workspace": uow.workspace_id})
     rows = uow.session.execute(_READ, params).all()
@@ -580,6 +585,7 @@ def _lock_and_read(uow: UnitOfWork, lead_id: int, *, contact_wide: bool, receive
     if lead_id not in first:
         raise LookupError("lead not in this workspace")
     locked = [row[0] for row in first.values() if contact_wide or row[0].id == lead_id]
+    latest_sent = {row[0].id: row[3] for row in first.values() if row[3] is not None}
     return _Locked(
         leads=sorted(locked, key=lambda lead: int(lead.id)),
         lead=first[lead_id][0],
@@ -593,7 +599,8 @@ def _lock_and_read(uow: UnitOfWork, lead_id: int, *, contact_wide: bool, receive
         # The matched lead's rows with its first address: one per enrollment.
         context=tuple(tuple(row[8:]) for row in rows if row[0].id == lead_id and row[7] == first[lead_id][7]),
         with_thread=frozenset(row[0].id for row in first.values() if row[2]),
-        sent_since=frozenset(row[0].id for row in first.values() if row[3]),
+        sent_since=frozenset(lead for lead, sent in latest_sent.items() if sent >= received_at),
+        sent_recently=frozenset(latest_sent),
     )
 
 
