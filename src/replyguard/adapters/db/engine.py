@@ -10,6 +10,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.pool import QueuePool
 
+from replyguard.adapters.db import wal
+
 DEFAULT_URL = "sqlite:///replyguard.db"
 SQLITE_BUSY_MS = 30_000
 #: Execution option of a read-only engine (`read_only_engine`): no write lock on SQLite, a
@@ -144,6 +146,7 @@ def _sqlite_engine(url: str, *, echo: bool) -> Engine:
         else:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
+    wal.attach(engine)  # checkpoints in a thread of their own, not inside a commit
     return engine
 
 
