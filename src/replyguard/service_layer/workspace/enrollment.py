@@ -106,7 +106,9 @@ def enroll_leads(
         else:
             _enroll_one(uow, campaign, steps, mailbox, secret, lead, report)
     if report.enrolled >= BULK_ENROLMENT:
-        uow.analyze_after_commit("contacts", "leads", "enrollments", "steps")
+        # (contact_addresses: every inbound message asks which contact owns its sender, and
+        # without statistics PostgreSQL filtered the workspace's addresses for it)
+        uow.analyze_after_commit("contacts", "contact_addresses", "leads", "enrollments", "steps")
         # Every new step wrote a row into the step-count ledger (SQLite: one per step); fold
         # it now rather than wait for a worker's pass (step_tallies.py).
         uow.session.flush()
