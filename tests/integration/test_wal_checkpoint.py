@@ -5,28 +5,37 @@ database and its fsync (a reply's p99 on SQLite was 2-4x its p50 because of it).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 
 from replyguard.adapters.db import wal
 from replyguard.adapters.db.engine import make_engine
-from replyguard.adapters.db.wal import SAFETY_PAGES, checkpointer_of
+from replyguard.adapters.db.wal import SAFETY_PAGES, WalCheckpointer, checkpointer_of
 
 #: Rows of about one page each: this many grow the log well past SQLite's default automatic
 #: checkpoint (1,000 pages), which is what a commit used to run.
 ROWS = 1_500
 
 
-def _engine(tmp_path: Path):  # type: ignore[no-untyped-def]
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
     engine = make_engine(f"sqlite:///{tmp_path / 'wal.db'}")
     with engine.begin() as conn:
         conn.execute(text("CREATE TABLE pages (id INTEGER PRIMARY KEY, body TEXT)"))
-    return engine
+    yield engine
+    engine.dispose()
 
 
-def _write(engine, rows: int) -> None:  # type: ignore[no-untyped-def]
+def _checkpointer(engine: Engine) -> WalCheckpointer:
+    checkpointer = checkpointer_of(engine)
+    assert checkpointer is not None
+    return checkpointer
+
+
+def _write(engine: Engine, rows: int) -> None:
     for start in range(0, rows, 100):
         with engine.begin() as conn:
             conn.execute(
@@ -35,49 +44,42 @@ def _write(engine, rows: int) -> None:  # type: ignore[no-untyped-def]
             )
 
 
-def test_a_commit_never_checkpoints_the_log_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    engine = _engine(tmp_path)
-    checkpointer = checkpointer_of(engine)
-    assert checkpointer is not None
+def _rows_in_the_file_alone(tmp_path: Path) -> int:
+    """The rows a copy of the database file holds without its -wal file."""
+    copy = tmp_path / "copy.db"
+    copy.write_bytes((tmp_path / "wal.db").read_bytes())
+    with sqlite3.connect(copy) as plain:
+        return int(plain.execute("SELECT count(*) FROM pages").fetchone()[0])
+
+
+def test_a_commit_never_checkpoints_the_log_itself(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    checkpointer = _checkpointer(engine)
     checkpointer.stop()  # and no commit starts it again: only a commit could checkpoint now
     monkeypatch.setattr(checkpointer, "committed", lambda: None)
-    try:
-        with engine.connect() as conn:
-            assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == SAFETY_PAGES
-        _write(engine, ROWS)
-        # Every page written is still in the log: no commit copied it back (SQLite's default
-        # would have checkpointed at 1,000 pages, and the log would have started over).
-        done = checkpointer.checkpoint()
-        assert done.log_frames >= ROWS
-        assert done.checkpointed == done.log_frames and not done.busy
-    finally:
-        engine.dispose()
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == SAFETY_PAGES
+    _write(engine, ROWS)
+    # Every page written is still in the log: no commit copied it back (SQLite's default
+    # would have checkpointed at 1,000 pages, and the log would have started over).
+    done = checkpointer.checkpoint()
+    assert done.log_frames >= ROWS
+    assert done.checkpointed == done.log_frames and not done.busy
 
 
-def test_the_engine_s_thread_checkpoints_after_commits(tmp_path: Path) -> None:
-    engine = _engine(tmp_path)
-    checkpointer = checkpointer_of(engine)
-    assert checkpointer is not None
-    try:
-        checkpointer.ran.clear()
-        _write(engine, 200)
-        assert checkpointer.ran.wait(timeout=60), "the checkpoint thread never ran"
-        assert checkpointer.last is not None and not checkpointer.last.busy
-        # What it copied is in the database file: a reader without the log sees the rows.
-        checkpointer.stop()
-        checkpointer.checkpoint()
-        copy = tmp_path / "copy.db"
-        copy.write_bytes((tmp_path / "wal.db").read_bytes())  # the file alone, not its -wal
-        with sqlite3.connect(copy) as plain:
-            assert plain.execute("SELECT count(*) FROM pages").fetchone()[0] == 200
-    finally:
-        engine.dispose()
+def test_the_engine_s_thread_checkpoints_after_commits(engine: Engine, tmp_path: Path) -> None:
+    checkpointer = _checkpointer(engine)
+    checkpointer.ran.clear()
+    _write(engine, 200)
+    assert checkpointer.ran.wait(timeout=60), "the checkpoint thread never ran"
+    assert checkpointer.last is not None and not checkpointer.last.busy
+    # What it copied is in the database file: a reader without the log sees the rows.
+    checkpointer.stop()
+    checkpointer.checkpoint()
+    assert _rows_in_the_file_alone(tmp_path) == 200
 
 
-def test_dispose_stops_the_thread_and_a_later_commit_starts_another(tmp_path: Path) -> None:
-    engine = _engine(tmp_path)
-    checkpointer = checkpointer_of(engine)
-    assert checkpointer is not None
+def test_dispose_stops_the_thread_and_a_later_commit_starts_another(engine: Engine) -> None:
+    checkpointer = _checkpointer(engine)
     _write(engine, 100)
     first = checkpointer._thread
     assert first is not None and first.is_alive()
@@ -86,26 +88,21 @@ def test_dispose_stops_the_thread_and_a_later_commit_starts_another(tmp_path: Pa
     checkpointer.ran.clear()
     _write(engine, 100)  # the engine is usable after dispose, and so is its checkpointer
     assert checkpointer.ran.wait(timeout=60)
-    engine.dispose()
 
 
-def test_after_dispose_the_database_file_alone_holds_every_commit(tmp_path: Path) -> None:
+def test_after_dispose_the_database_file_alone_holds_every_commit(engine: Engine, tmp_path: Path) -> None:
     """What a copy of the file takes (the tests' template database, a backup of a stopped
     install): the checkpoint thread's own connection closes before `dispose` returns, so the
     last connection to close copies the log into the file."""
-    engine = _engine(tmp_path)
     _write(engine, 300)
     engine.dispose()
-    copy = tmp_path / "copy.db"
-    copy.write_bytes((tmp_path / "wal.db").read_bytes())
-    with sqlite3.connect(copy) as plain:
-        assert plain.execute("SELECT count(*) FROM pages").fetchone()[0] == 300
+    assert _rows_in_the_file_alone(tmp_path) == 300
 
 
 def test_a_database_in_memory_has_no_checkpointer() -> None:
-    engine = make_engine("sqlite://")
+    in_memory = make_engine("sqlite://")
     try:
-        assert checkpointer_of(engine) is None
-        assert wal.attach(engine) is None
+        assert checkpointer_of(in_memory) is None
+        assert wal.attach(in_memory) is None
     finally:
-        engine.dispose()
+        in_memory.dispose()
