@@ -5,6 +5,7 @@ database and its fsync (a reply's p99 on SQLite was 2-4x its p50 because of it).
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,3 +107,17 @@ def test_a_database_in_memory_has_no_checkpointer() -> None:
         assert wal.attach(in_memory) is None
     finally:
         in_memory.dispose()
+
+
+def test_a_thread_that_is_gone_is_replaced_at_the_next_commit(engine: Engine) -> None:
+    """As in a forked child: its copy of the checkpointer names a thread that does not run
+    there. The next commit starts one."""
+    checkpointer = _checkpointer(engine)
+    gone = threading.Thread(target=lambda: None)
+    gone.start()
+    gone.join()
+    checkpointer._thread = gone
+    checkpointer.ran.clear()
+    _write(engine, 100)
+    assert checkpointer._thread is not gone and checkpointer._thread is not None
+    assert checkpointer.ran.wait(timeout=60)
