@@ -21,7 +21,6 @@ from sqlalchemy import Connection, Engine, select
 from sqlalchemy.orm import Session
 
 from replyguard.adapters.db import models as m
-from replyguard.adapters.db import wal
 from replyguard.adapters.db.engine import DEFAULT_URL, end_read, make_engine
 from replyguard.adapters.transports.base import Transport
 from replyguard.domain.clock import Clock, FixedClock, OffsetClock, SystemClock, parse_instant
@@ -398,9 +397,7 @@ class App:
         for _stamp, own in self._mailbox_transports.values():
             own.close()
         self._mailbox_transports.clear()
-        if (checkpointer := wal.checkpointer_of(self.engine)) is not None:
-            checkpointer.stop()  # before the pool closes: its checkpoint holds a connection
-        self.engine.dispose()
+        self.engine.dispose()  # (on SQLite this also stops the log's checkpoint thread: wal.py)
 
 
 def make_clock(now: str | None, *, running: bool = False) -> Clock:

@@ -121,3 +121,20 @@ def test_a_thread_that_is_gone_is_replaced_at_the_next_commit(engine: Engine) ->
     _write(engine, 100)
     assert checkpointer._thread is not gone and checkpointer._thread is not None
     assert checkpointer.ran.wait(timeout=60)
+
+
+def test_a_database_under_an_odd_path_is_checkpointed(tmp_path: Path) -> None:
+    """Non-ASCII, spaces and a URL-looking character in the folder's name: the checkpoint's
+    own connection opens the same file the engine does (SQLAlchemy reads the URL for both)."""
+    folder = tmp_path / "Zürich données #1 ✉"
+    folder.mkdir()
+    odd = make_engine(f"sqlite:///{folder / 'réplies.db'}")
+    try:
+        with odd.begin() as conn:
+            conn.execute(text("CREATE TABLE pages (id INTEGER PRIMARY KEY, body TEXT)"))
+        _write(odd, 100)
+        done = _checkpointer(odd).checkpoint()
+        assert not done.busy and done.checkpointed == done.log_frames > 0
+        assert sorted(p.name for p in tmp_path.iterdir()) == [folder.name]  # no stray file elsewhere
+    finally:
+        odd.dispose()

@@ -41,8 +41,8 @@ class Checkpoint:
 
 class WalCheckpointer:
     """One per SQLite engine (`attach`). Its thread starts at the first commit (again after a
-    `stop`, or in a forked child) and ends with `stop`, which `App.close` and the engine's
-    `dispose` call."""
+    `stop`, or in a forked child) and ends with `stop`, which the engine's `dispose` calls
+    (`App.close` disposes it)."""
 
     def __init__(self, engine: Engine, *, every: float = EVERY_SECONDS) -> None:
         self._engine = engine
